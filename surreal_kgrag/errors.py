@@ -1,0 +1,35 @@
+"""Exceptions users can act on. Every message says what was wrong and what to do about it."""
+
+from __future__ import annotations
+
+
+class KGRagError(Exception):
+    """Base class of every error surreal-kgrag raises on purpose."""
+
+
+class ConfigurationError(KGRagError, ValueError):
+    """An argument or setting is invalid (bad URL, identifier, integer, model name...)."""
+
+
+class StoreConnectionError(KGRagError):
+    """The store could not be opened or reached."""
+
+
+class StoreLockedError(StoreConnectionError):
+    """An embedded ``surrealkv://`` store is already open in another process."""
+
+
+class SchemaMismatchError(KGRagError):
+    """The store was built with settings (such as the embedding dimension) that differ from these."""
+
+
+class QueryExecutionError(KGRagError):
+    """SurrealDB rejected a statement; the message names the query file and the server's reason."""
+
+
+class LoaderError(KGRagError):
+    """An input could not be read. Batch loaders report it and move on instead of raising."""
+
+
+class ModelNotAvailableError(KGRagError):
+    """A model (spaCy pipeline, embedding model) is not installed; the message says how to install it."""

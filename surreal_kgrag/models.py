@@ -1,0 +1,117 @@
+"""Typed records that move through the pipeline: loaded documents, chunks, concepts, summaries."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SourceDocument(BaseModel):
+    """One document as a loader produced it, before chunking.
+
+    ``key`` is the stable identity of the document: re-ingesting the same key replaces the stored
+    document, so it must not depend on anything that changes between runs (use the corpus id, the
+    file path, or the framework document's id).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str = Field(min_length=1)
+    text: str
+    title: str | None = None
+    source: str
+    content_type: str = "text/plain"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    access: list[str] = Field(default_factory=list)
+
+    @property
+    def content_hash(self) -> str:
+        """Hash of everything that ends up stored, so a change to any of it triggers a re-ingest."""
+        digest = hashlib.sha256()
+        for part in (self.text, self.title or "", self.content_type, repr(sorted(self.access))):
+            digest.update(part.encode("utf-8", "surrogatepass"))
+            digest.update(b"\x00")
+        digest.update(_stable_repr(self.metadata).encode("utf-8", "surrogatepass"))
+        return digest.hexdigest()
+
+
+class LoadFailure(BaseModel):
+    """An input that could not be loaded; it is reported and skipped, the batch goes on."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str
+    reason: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.source}:{self.line}" if self.line is not None else self.source
+        return f"{where}: {self.reason}"
+
+
+class TextChunk(BaseModel):
+    """A contiguous piece of a document: ``text[start:end] == content``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int = Field(ge=0)
+    content: str
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+
+
+class ConceptMention(BaseModel):
+    """A concept found in one chunk.
+
+    ``name`` is the normalised form and the concept's identity in the store; ``display`` is how it
+    was first written; ``count`` is how often the chunk mentions it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(min_length=1)
+    display: str
+    kind: str
+    count: int = Field(default=1, ge=1)
+
+
+class IngestSummary(BaseModel):
+    """What one ingest run did."""
+
+    added: int = 0
+    updated: int = 0
+    skipped: int = 0
+    failed: int = 0
+    deleted: int = 0
+    chunks: int = 0
+    concepts: int = Field(default=0, description="concepts created by this run")
+    edges: int = 0
+    seconds: float = 0.0
+    failures: list[LoadFailure] = Field(default_factory=list)
+    timings: dict[str, float] = Field(
+        default_factory=dict, description="seconds spent per stage: load, chunk, extract, embed, write, index"
+    )
+
+
+class StoreStats(BaseModel):
+    """Counts and index state of a store (``surreal-kgrag stats``)."""
+
+    documents: int
+    chunks: int
+    concepts: int
+    mentions: int
+    shared_concepts: int = Field(description="concepts mentioned by more than one document")
+    embedding_dimension: int | None
+    embedder: str | None
+    server_version: str
+    indexes: dict[str, dict[str, Any]]
+
+
+def _stable_repr(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k!r}:{_stable_repr(value[k])}" for k in sorted(value, key=str)) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_stable_repr(v) for v in value) + "]"
+    return repr(value)

@@ -1,0 +1,81 @@
+"""Applies the schema in ``surql/schema.surql`` and guards the settings a store was built with."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import SchemaMismatchError
+from .store import SurrealStore, checked_int
+
+SCHEMA_VERSION = 1
+
+
+class IndexSettings(BaseModel):
+    """HNSW build settings for the chunk and concept vector indexes (cosine distance, F32)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    hnsw_efc: int = Field(150, ge=8, le=2000, description="candidate list size while building the graph")
+    hnsw_m: int = Field(12, ge=2, le=128, description="links per node")
+
+
+def _render_vars(dimension: int, settings: IndexSettings) -> dict[str, int]:
+    return {
+        "dimension": checked_int("dimension", dimension, maximum=65_536),
+        "hnsw_efc": settings.hnsw_efc,
+        "hnsw_m": settings.hnsw_m,
+    }
+
+
+def _check_meta(store: SurrealStore, meta: dict[str, Any] | None, dimension: int, embedder: str) -> bool:
+    """True when the store already records its settings; raises when they contradict ours."""
+    if not meta:
+        return False
+    stored = meta.get("dimension")
+    if stored != dimension:
+        raise SchemaMismatchError(
+            f"{store.config.url} (namespace {store.config.namespace!r}, database {store.config.database!r}) "
+            f"holds {stored}-dimensional embeddings from {meta.get('embedder')!r}, but the embedder "
+            f"{embedder!r} gives {dimension} dimensions. Use the embedder the store was built with, or "
+            "another database/namespace for this one."
+        )
+    if meta.get("embedder") != embedder:
+        warnings.warn(
+            f"{store.config.url} was built with embedder {meta.get('embedder')!r}; querying it with "
+            f"{embedder!r} (same dimension) compares vectors from different models",
+            stacklevel=3,
+        )
+    return True
+
+
+def _meta_record(dimension: int, embedder: str) -> dict[str, Any]:
+    return {"dimension": dimension, "embedder": embedder, "schema_version": SCHEMA_VERSION}
+
+
+def ensure_schema(store: SurrealStore, *, dimension: int, embedder: str, settings: IndexSettings | None = None) -> None:
+    """Create the tables and indexes if missing (idempotent) and check the store's embedding dimension."""
+    settings = settings or IndexSettings()
+    meta = store.query("store_meta")[-1]
+    known = _check_meta(store, meta, dimension, embedder)
+    store.query("schema", **_render_vars(dimension, settings))
+    if not known:
+        store.query("store_meta_write", {"meta": _meta_record(dimension, embedder)})
+
+
+async def aensure_schema(
+    store: SurrealStore, *, dimension: int, embedder: str, settings: IndexSettings | None = None
+) -> None:
+    settings = settings or IndexSettings()
+    meta = (await store.aquery("store_meta"))[-1]
+    known = _check_meta(store, meta, dimension, embedder)
+    await store.aquery("schema", **_render_vars(dimension, settings))
+    if not known:
+        await store.aquery("store_meta_write", {"meta": _meta_record(dimension, embedder)})
+
+
+def read_meta(store: SurrealStore) -> dict[str, Any] | None:
+    """The settings recorded in the store, or None for a store that was never initialised."""
+    return store.query("store_meta")[-1] or None

@@ -1,0 +1,52 @@
+"""Loads the SurrealQL files shipped in ``surql/`` by name.
+
+Every statement the package runs lives in one of those files. Values always travel as bound
+``$params``; the only text ever substituted is a ``{{placeholder}}`` for an integer that SurrealQL
+cannot take as a parameter (vector dimension, HNSW settings, the k and ef of ``<|k,ef|>``), and
+those are checked to be plain integers first.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from .errors import ConfigurationError
+
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def _surql_dirs() -> list[Path]:
+    here = Path(__file__).resolve().parent
+    # Installed wheel: surreal_kgrag/surql. Source checkout / editable install: <repo>/surql.
+    return [d for d in (here / "surql", here.parent / "surql") if d.is_dir()]
+
+
+@lru_cache(maxsize=None)
+def load(name: str, major_version: int = 3) -> str:
+    """Return the text of ``surql/<name>.surql``, or of ``<name>.v<major>.surql`` when the server's
+    major version needs its own dialect."""
+    if not _NAME.match(name):
+        raise ConfigurationError(f"invalid SurrealQL file name {name!r}")
+    for folder in _surql_dirs():
+        for candidate in (folder / f"{name}.v{major_version}.surql", folder / f"{name}.surql"):
+            if candidate.is_file():
+                return candidate.read_text(encoding="utf-8")
+    raise FileNotFoundError(f"SurrealQL file {name}.surql not found in {[str(d) for d in _surql_dirs()]}")
+
+
+def render(text: str, **integers: int) -> str:
+    """Fill ``{{name}}`` placeholders with integers (and nothing else)."""
+    for key, value in integers.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigurationError(f"{key} must be an integer, got {value!r}")
+
+    def fill(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key not in integers:
+            raise ConfigurationError(f"no value given for {{{{{key}}}}} in SurrealQL template")
+        return str(int(integers[key]))
+
+    return _PLACEHOLDER.sub(fill, text)

@@ -1,0 +1,94 @@
+"""Schema: idempotent, dimension from the embedder, guarded on reopen, 2.x dialect available."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from surrealdb import RecordID
+
+from surreal_kgrag import surql
+from surreal_kgrag.errors import QueryExecutionError, SchemaMismatchError
+from surreal_kgrag.schema import IndexSettings, ensure_schema
+from surreal_kgrag.store import SurrealStore
+
+
+def _definitions(store: SurrealStore) -> dict:
+    """Every DEFINE statement in the database, keyed by table."""
+    db_info, *tables = store.query("schema_info")
+    return {"db": db_info, "tables": dict(zip(["document", "chunk", "concept", "MENTIONS_CONCEPT"], tables))}
+
+
+def test_schema_is_idempotent():
+    with SurrealStore("mem://") as store:
+        ensure_schema(store, dimension=8, embedder="e")
+        first = _definitions(store)
+        ensure_schema(store, dimension=8, embedder="e")
+        ensure_schema(store, dimension=8, embedder="e")
+        assert _definitions(store) == first
+        assert set(first["db"]["tables"]) == {"document", "chunk", "concept", "MENTIONS_CONCEPT", "kg_meta"}
+
+
+def test_schema_declares_the_documented_indexes():
+    with SurrealStore("mem://") as store:
+        ensure_schema(store, dimension=8, embedder="e", settings=IndexSettings(hnsw_efc=64, hnsw_m=8))
+        tables = _definitions(store)["tables"]
+        chunk_indexes = tables["chunk"]["indexes"]
+        assert re.search(r"HNSW DIMENSION 8 DIST COSINE TYPE F32 EFC 64 M 8", chunk_indexes["chunk_embedding"])
+        assert "FULLTEXT ANALYZER kg_english BM25(1.2,0.75)" in chunk_indexes["chunk_content"]
+        assert "HNSW DIMENSION 8" in tables["concept"]["indexes"]["concept_embedding"]
+        assert "FIELDS in, out UNIQUE" in tables["MENTIONS_CONCEPT"]["indexes"]["mentions_pair"]
+        assert "TYPE RELATION IN chunk OUT concept" in _definitions(store)["db"]["tables"]["MENTIONS_CONCEPT"]
+
+
+def test_relation_pair_is_unique_and_embedding_dimension_enforced():
+    with SurrealStore("mem://") as store:
+        ensure_schema(store, dimension=2, embedder="e")
+        doc = {"id": RecordID("document", "d"), "source": "s", "title": None, "content_type": "text/plain",
+               "content_hash": "h", "metadata": {}, "access": [], "chunk_count": 1}
+        chunk = {"id": RecordID("chunk", ["d", 0]), "doc": RecordID("document", "d"), "index": 0, "content": "c",
+                 "char_start": 0, "char_end": 1, "access": [], "embedding": [1.0, 0.0]}
+        concept = {"id": RecordID("concept", "c"), "name": "c", "display": "C", "kind": "X", "aliases": [],
+                   "embedding": [0.0, 1.0]}
+        edge = {"in": chunk["id"], "out": concept["id"], "count": 1}
+        params = {"doc_ids": [doc["id"]], "documents": [doc], "concepts": [concept], "concept_ids": [concept["id"]],
+                  "chunks": [chunk], "edges": [edge, dict(edge)]}
+        with pytest.raises(QueryExecutionError, match="write_documents"):
+            store.query("write_documents", params)  # the same pair twice violates the unique index
+        assert store.query("stats")[0]["documents"] == 0  # and the transaction left nothing behind
+        params["edges"] = [edge]
+        params["chunks"] = [dict(chunk, embedding=[1.0, 0.0, 0.0])]
+        with pytest.raises(QueryExecutionError):
+            store.query("write_documents", params)  # wrong vector length
+        params["chunks"] = [chunk]
+        store.query("write_documents", params)
+        assert store.query("stats")[0] == {"documents": 1, "chunks": 1, "concepts": 1, "mentions": 1, "shared_concepts": 0}
+
+
+def test_reopening_with_another_dimension_fails_clearly(tmp_path):
+    url = f"surrealkv://{tmp_path / 'kg'}"
+    with SurrealStore(url) as store:
+        ensure_schema(store, dimension=384, embedder="sentence-transformers/all-MiniLM-L6-v2")
+    with SurrealStore(url) as store:
+        with pytest.raises(SchemaMismatchError) as caught:
+            ensure_schema(store, dimension=768, embedder="other-model")
+    message = str(caught.value)
+    assert "384" in message and "768" in message and "all-MiniLM-L6-v2" in message
+
+
+def test_same_dimension_other_model_warns():
+    with SurrealStore("mem://") as store:
+        ensure_schema(store, dimension=4, embedder="a")
+        with pytest.warns(UserWarning, match="different models"):
+            ensure_schema(store, dimension=4, embedder="b")
+
+
+def test_v2_dialect_differs_only_in_object_and_fulltext_syntax():
+    v3 = surql.load("schema", 3).splitlines()
+    v2 = surql.load("schema", 2).splitlines()
+    assert len(v2) == len(v3)
+    changed = [(a, b) for a, b in zip(v3, v2) if a != b]
+    assert len(changed) == 3  # the header comment, the flexible object, the full-text index
+    assert any("FLEXIBLE TYPE object" in b for _, b in changed)
+    assert any("SEARCH ANALYZER kg_english BM25" in b for _, b in changed)
+    assert "FULLTEXT" not in "\n".join(v2)
