@@ -1,0 +1,560 @@
+"""Loaders on real files: each format, bad inputs, folders, framework documents, stable keys."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pypdf
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from surreal_kgrag.errors import ConfigurationError, LoaderError
+from surreal_kgrag.loaders import (
+    SUPPORTED_SUFFIXES,
+    from_langchain,
+    from_llama_index,
+    from_text,
+    iter_sources,
+    load_path,
+)
+from surreal_kgrag.models import LoadFailure, SourceDocument
+
+DATA = Path(__file__).parent / "data" / "loaders"
+DOCS = DATA / "docs"
+BENCH_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "bench" / "hotpotqa" / "corpus.jsonl"
+
+
+def one(path: Path | str, **options: str) -> SourceDocument | LoadFailure:
+    results = list(load_path(path, **options))
+    assert len(results) == 1, results
+    return results[0]
+
+
+def doc(path: Path | str, **options: str) -> SourceDocument:
+    result = one(path, **options)
+    assert isinstance(result, SourceDocument), result
+    return result
+
+
+def failure(path: Path | str) -> LoadFailure:
+    result = one(path)
+    assert isinstance(result, LoadFailure), result
+    return result
+
+
+def split(results: list[SourceDocument | LoadFailure]) -> tuple[list[SourceDocument], list[LoadFailure]]:
+    docs = [r for r in results if isinstance(r, SourceDocument)]
+    failures = [r for r in results if isinstance(r, LoadFailure)]
+    assert len(docs) + len(failures) == len(results)
+    return docs, failures
+
+
+# --- formats ----------------------------------------------------------------------------------
+
+
+def test_plain_text_file() -> None:
+    path = DOCS / "notes.txt"
+    d = doc(path)
+    assert d.key == path.resolve().as_posix()
+    assert d.source == d.key
+    assert d.text == path.read_text(encoding="utf-8")
+    assert d.title == "notes"
+    assert d.content_type == "text/plain"
+    assert d.metadata == {"file_name": "notes.txt"}  # no mtime or size: they would change the hash
+    assert d.access == []
+
+
+def test_markdown_title_is_first_heading_outside_code() -> None:
+    d = doc(DOCS / "guide.md")
+    assert d.title == "Getting Started"
+    assert d.content_type == "text/markdown"
+    assert d.text == (DOCS / "guide.md").read_text(encoding="utf-8")
+
+
+def test_markdown_without_heading_uses_stem(tmp_path: Path) -> None:
+    path = tmp_path / "plain-notes.markdown"
+    path.write_text("No heading here.\n\n## Only a level-two heading\n", encoding="utf-8")
+    assert doc(path).title == "plain-notes"
+
+
+def test_html_extracts_article_not_boilerplate() -> None:
+    d = doc(DOCS / "page.html")
+    assert d.title == "Graph Retrieval Explained"
+    assert d.content_type == "text/html"
+    assert "connects passages through the concepts they share" in d.text
+    assert "multi-hop questions" in d.text
+    for boilerplate in ("Log in", "About us", "All rights reserved", "should never appear", "font-family"):
+        assert boilerplate not in d.text
+    assert d.metadata["author"] == "Grace Hopper"
+    assert d.metadata["file_name"] == "page.html"
+
+
+def test_html_falls_back_to_lxml_when_trafilatura_finds_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "aside.htm"
+    path.write_text(
+        "<html><head><title>Side Notes</title><script>var hidden = 1;</script></head>"
+        "<body><aside>Only sidebar text lives here.</aside></body></html>",
+        encoding="utf-8",
+    )
+    d = doc(path)
+    assert d.text == "Only sidebar text lives here."
+    assert d.title == "Side Notes"
+
+
+def test_html_without_text_is_a_failure(tmp_path: Path) -> None:
+    path = tmp_path / "blank.html"
+    path.write_text("<html><head><title></title></head><body><img src='x.png'></body></html>", encoding="utf-8")
+    assert "no text" in failure(path).reason
+
+
+def test_xhtml_with_encoding_declaration(tmp_path: Path) -> None:
+    path = tmp_path / "x.html"
+    path.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n<html xmlns="http://www.w3.org/1999/xhtml">'
+        "<head><title>XHTML</title></head><body><aside>Aside in XHTML.</aside></body></html>",
+        encoding="utf-8",
+    )
+    assert "Aside in XHTML." in doc(path).text
+
+
+def test_pdf_text_title_author_pages() -> None:
+    d = doc(DATA / "sample.pdf")
+    assert d.title == "Tiny Graph Paper"
+    assert d.content_type == "application/pdf"
+    assert d.metadata == {"file_name": "sample.pdf", "pages": 2, "author": "Ada Lovelace"}
+    first, second = d.text.split("\n\n")
+    assert "Knowledge graphs link concepts across documents." in first
+    assert second == "The second page talks about retrieval."
+
+
+def test_corrupt_and_truncated_pdfs_fail_with_pypdf_error(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.pdf"
+    garbage.write_bytes(b"%PDF-1.4\nthis is not really a pdf\n")
+    truncated = tmp_path / "truncated.pdf"
+    truncated.write_bytes((DATA / "sample.pdf").read_bytes()[:400])
+    for path in (garbage, truncated):
+        f = failure(path)
+        assert f.source == path.resolve().as_posix()
+        assert f.reason.startswith("malformed PDF")
+        assert "pypdf" in f.reason
+
+
+def test_encrypted_pdf_fails_with_advice(tmp_path: Path) -> None:
+    writer = pypdf.PdfWriter(clone_from=DATA / "sample.pdf")
+    writer.encrypt(user_password="secret", owner_password="owner", algorithm="AES-128")
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    path = tmp_path / "locked.pdf"
+    path.write_bytes(buffer.getvalue())
+    assert "encrypted" in failure(path).reason
+
+
+def test_jsonl_good_lines_load_and_bad_lines_name_file_and_line() -> None:
+    path = DATA / "records.jsonl"
+    resolved = path.resolve().as_posix()
+    docs, failures = split(list(load_path(path)))
+
+    assert [d.key for d in docs] == ["doc-1", "2", f"{resolved}#L9", "doc-10"]
+    first = docs[0]
+    assert first.title == "First"
+    assert first.text == "The first record."
+    assert first.access == ["team:research"]
+    assert first.metadata == {"lang": "en", "tags": ["a", "b"]}
+    assert first.source == f"{resolved}:1"
+    assert docs[2].metadata == {"nested": {"k": [1, 2, {"x": None}]}}
+    assert docs[3].title is None
+    assert docs[3].text == "Last good record\u2028with a line separator inside."
+
+    assert {f.source for f in failures} == {resolved}
+    reasons = {f.line: f.reason for f in failures}
+    assert sorted(reasons) == [4, 5, 6, 7, 8, 10]  # line 3 is blank and ignored
+    assert "malformed JSON" in reasons[4]
+    assert "array" in reasons[5]
+    assert "no 'text' field" in reasons[6]
+    assert "empty" in reasons[7]
+    assert "must be a string" in reasons[8]
+    assert "list of strings" in reasons[10]
+    assert str(failures[0]) == f"{resolved}:4: {reasons[4]}"
+
+
+def test_jsonl_raw_line_separator_inside_a_string(tmp_path: Path) -> None:
+    path = tmp_path / "raw.ndjson"
+    text = "before\u2028after\u2029end\x85x"
+    path.write_text(json.dumps({"id": "r", "text": text}, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert doc(path).text == text
+
+
+def test_jsonl_duplicate_ids_are_reported(tmp_path: Path) -> None:
+    path = tmp_path / "dup.jsonl"
+    lines = [{"id": "a", "text": "one"}, {"id": "a", "text": "two"}, {"id": "b", "text": "three"}]
+    path.write_text("\n".join(json.dumps(r) for r in lines), encoding="utf-8")
+    docs, failures = split(list(load_path(path)))
+    assert [d.text for d in docs] == ["one", "three"]
+    assert failures[0].line == 2 and "duplicate" in failures[0].reason and "line 1" in failures[0].reason
+
+
+def test_jsonl_custom_field_names(tmp_path: Path) -> None:
+    path = tmp_path / "custom.jsonl"
+    path.write_text(
+        json.dumps({"uid": "u1", "name": "Custom", "body": "Body text.", "acl": ["x"], "text": "kept as metadata"}),
+        encoding="utf-8",
+    )
+    d = doc(path, text_field="body", title_field="name", id_field="uid", access_field="acl")
+    assert (d.key, d.title, d.text, d.access) == ("u1", "Custom", "Body text.", ["x"])
+    assert d.metadata == {"text": "kept as metadata"}
+
+
+def test_json_array_object_and_bad_top_level(tmp_path: Path) -> None:
+    path = DATA / "records.json"
+    resolved = path.resolve().as_posix()
+    docs, failures = split(list(load_path(path)))
+    assert [d.key for d in docs] == ["json-1", f"{resolved}#1"]
+    assert docs[0].metadata == {"year": 2024}
+    assert [f.reason.split(":")[0] for f in failures] == ["record 2", "record 3"]
+
+    single = tmp_path / "single.json"
+    single.write_text('{"title": "Solo", "text": "Just one."}', encoding="utf-8")
+    assert doc(single).key == single.resolve().as_posix()
+
+    scalar = tmp_path / "scalar.json"
+    scalar.write_text("42", encoding="utf-8")
+    assert "object or an array" in failure(scalar).reason
+
+    broken = tmp_path / "broken.json"
+    broken.write_text('[\n  {"text": "a"},\n  {"text": \n]', encoding="utf-8")
+    f = failure(broken)
+    assert f.line == 4 and "malformed JSON" in f.reason
+
+
+# --- bad files --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "reason"),
+    [
+        ("empty.txt", b"", "empty file"),
+        ("spaces.md", b"  \n\t\n", "empty file"),
+        ("empty.pdf", b"", "empty file"),
+        ("empty.jsonl", b"\n\n", "empty file"),
+        ("nul.txt", b"text\x00with a NUL", "binary"),
+        ("latin1.txt", "caf\u00e9".encode("latin-1"), "not valid UTF-8"),
+        ("image.html", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary"),
+    ],
+)
+def test_bad_files_are_failures(tmp_path: Path, name: str, content: bytes, reason: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    f = failure(path)
+    assert reason in f.reason
+    assert f.source == path.resolve().as_posix()
+
+
+def test_bom_is_dropped_and_crlf_normalised(tmp_path: Path) -> None:
+    path = tmp_path / "bom.txt"
+    path.write_bytes(b"\xef\xbb\xbfFirst line\r\nSecond line\r\n")
+    assert doc(path).text == "First line\nSecond line\n"
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("running as root: chmod 000 does not stop root reading (symlink-loop test covers OSError)")
+    path = tmp_path / "secret.txt"
+    path.write_text("secret", encoding="utf-8")
+    path.chmod(0)
+    try:
+        assert "permission denied" in failure(path).reason
+    finally:
+        path.chmod(0o600)
+
+
+def test_symlink_loop_and_broken_symlink_are_failures(tmp_path: Path) -> None:
+    loop = tmp_path / "loop.txt"
+    loop.symlink_to(loop)
+    broken = tmp_path / "broken.md"
+    broken.symlink_to(tmp_path / "missing.md")
+    assert "symbolic links" in failure(loop).reason
+    assert failure(broken).reason == "no such file or directory"
+
+    # Inside a folder walk they are reported too, and the good file still loads.
+    (tmp_path / "good.txt").write_text("good", encoding="utf-8")
+    docs, failures = split(list(load_path(tmp_path)))
+    assert [d.text for d in docs] == ["good"]
+    assert sorted(Path(f.source).name for f in failures) == ["broken.md", "loop.txt"]
+
+
+def test_unsupported_suffix_given_explicitly(tmp_path: Path) -> None:
+    path = tmp_path / "data.csv"
+    path.write_text("a,b\n", encoding="utf-8")
+    reason = failure(path).reason
+    assert "unsupported file type '.csv'" in reason and ".jsonl" in reason
+
+
+# --- iter_sources -----------------------------------------------------------------------------
+
+
+def test_iter_sources_never_raises_and_goes_on(tmp_path: Path) -> None:
+    good = tmp_path / "good.txt"
+    good.write_text("Good text.", encoding="utf-8")
+    passthrough = from_text("Already a document.", key="k1")
+    inputs = [
+        tmp_path / "missing.txt",
+        "",
+        42,
+        b"raw bytes",
+        {"text": "a dict"},
+        passthrough,
+        str(good),
+    ]
+    results = list(iter_sources(inputs))
+    assert len(results) == 7
+    missing, empty, number, raw, mapping, passed, loaded = results
+    assert isinstance(missing, LoadFailure) and missing.reason == "no such file or directory"
+    assert missing.source == (tmp_path / "missing.txt").as_posix()
+    assert isinstance(empty, LoadFailure) and "empty path" in empty.reason
+    assert isinstance(number, LoadFailure) and "builtins.int" in number.reason
+    assert isinstance(raw, LoadFailure) and "builtins.bytes" in raw.reason
+    assert isinstance(mapping, LoadFailure) and "builtins.dict" in mapping.reason
+    assert passed is passthrough
+    assert isinstance(loaded, SourceDocument) and loaded.text == "Good text."
+
+
+def test_invalid_paths_are_failures() -> None:
+    class BytesPath(os.PathLike):
+        def __fspath__(self) -> bytes:  # type: ignore[override]
+            return b"/tmp"
+
+    results = list(iter_sources(["bad\x00name.txt", BytesPath()]))
+    assert all(isinstance(r, LoadFailure) and r.reason.startswith("invalid path") for r in results)
+    assert len(results) == 2
+
+
+def test_iter_sources_accepts_a_single_path() -> None:
+    docs, failures = split(list(iter_sources(str(DOCS / "notes.txt"))))
+    assert len(docs) == 1 and not failures
+
+
+def test_invalid_options_raise_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="glob"):
+        list(iter_sources([DOCS], glob=""))
+    with pytest.raises(ConfigurationError, match="text_field"):
+        list(load_path(DOCS, text_field=""))
+
+
+# --- folders ----------------------------------------------------------------------------------
+
+
+def relative_keys(results: list[SourceDocument | LoadFailure]) -> list[str]:
+    docs, failures = split(results)
+    assert not failures, failures
+    return [Path(d.key).relative_to(DOCS.resolve()).as_posix() for d in docs]
+
+
+def test_folder_is_recursive_sorted_and_skips_hidden_and_unsupported() -> None:
+    assert relative_keys(list(load_path(DOCS))) == [
+        "guide.md",
+        "notes.txt",
+        "page.html",
+        "sub/nested.txt",
+        "sub/server.log",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("glob", "expected"),
+    [
+        ("*.txt", ["notes.txt"]),
+        ("**/*.txt", ["notes.txt", "sub/nested.txt"]),
+        ("sub/*", ["sub/nested.txt", "sub/server.log"]),
+        ("**/n*", ["notes.txt", "sub/nested.txt"]),
+        ("**", ["guide.md", "notes.txt", "page.html", "sub/nested.txt", "sub/server.log"]),
+        ("*.[mh]*", ["guide.md", "page.html"]),
+        ("**/*.pdf", []),
+    ],
+)
+def test_folder_glob(glob: str, expected: list[str]) -> None:
+    assert relative_keys(list(load_path(DOCS, glob=glob))) == expected
+
+
+def test_folder_skips_directories_named_like_files(tmp_path: Path) -> None:
+    (tmp_path / "folder.txt").mkdir()
+    (tmp_path / "folder.txt" / "inner.txt").write_text("inner", encoding="utf-8")
+    docs, failures = split(list(load_path(tmp_path)))
+    assert [d.text for d in docs] == ["inner"] and not failures
+
+
+def test_explicit_hidden_file_is_loaded() -> None:
+    assert doc(DOCS / ".hidden.txt").text.startswith("hidden file")
+
+
+def test_keys_are_stable_across_calls_and_working_directories(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = [(d.key, d.content_hash) for d in split(list(load_path(DATA)))[0]]
+    monkeypatch.chdir(DATA)
+    second = [(d.key, d.content_hash) for d in split(list(load_path(".")))[0]]
+    monkeypatch.chdir(DOCS / "sub")
+    third = [(d.key, d.content_hash) for d in split(list(load_path("../..")))[0]]
+    assert first == second == third
+    assert len(first) == 12
+
+
+# --- framework documents and raw text ---------------------------------------------------------
+
+
+def test_from_text_defaults_and_errors() -> None:
+    a = from_text("Some text.", title="T", metadata={"k": 1}, access=["team"])
+    assert a.key == from_text("Some text.").key
+    assert a.key.startswith("text:") and len(a.key) == len("text:") + 16
+    assert (a.title, a.source, a.metadata, a.access) == ("T", "text", {"k": 1}, ["team"])
+    assert from_text("x", key="mine", source="api").key == "mine"
+    with pytest.raises(LoaderError, match="empty"):
+        from_text("  \n")
+    with pytest.raises(LoaderError, match="list of strings"):
+        from_text("x", access="team")  # type: ignore[arg-type]
+
+
+def test_langchain_documents() -> None:
+    from langchain_core.documents import Document
+
+    with_id = Document(
+        id="lc-1",
+        page_content="LangChain text.",
+        metadata={"source": "https://example.com/a", "title": "LC", "access": ["g1"], "page": 3},
+    )
+    d = from_langchain(with_id)
+    assert (d.key, d.text, d.title, d.source, d.access) == (
+        "lc-1",
+        "LangChain text.",
+        "LC",
+        "https://example.com/a",
+        ["g1"],
+    )
+    assert d.metadata == {"source": "https://example.com/a", "title": "LC", "page": 3}
+    assert with_id.metadata["access"] == ["g1"]  # the caller's document is not modified
+
+    no_id = Document(page_content="No id here.")
+    assert from_langchain(no_id).key == from_langchain(Document(page_content="No id here.")).key
+    assert from_langchain(no_id).key.startswith("langchain:")
+
+    results = list(iter_sources([with_id, Document(page_content="   ", id="blank")]))
+    assert isinstance(results[0], SourceDocument) and results[0].key == "lc-1"
+    assert isinstance(results[1], LoadFailure) and "empty" in results[1].reason and "blank" in results[1].source
+
+
+def test_llama_index_documents_and_nodes() -> None:
+    from llama_index.core import Document
+    from llama_index.core.schema import TextNode
+
+    document = Document(text="Llama text.", doc_id="li-1", metadata={"file_path": "/data/a.txt", "title": "LI"})
+    d = from_llama_index(document)
+    assert (d.key, d.text, d.title, d.source) == ("li-1", "Llama text.", "LI", "/data/a.txt")
+    assert d.metadata == {"file_path": "/data/a.txt", "title": "LI"}
+
+    node = TextNode(text="Node text.", id_="node-7", metadata={"access": ["a", "b"]})
+    results = list(iter_sources([document, node]))
+    assert all(isinstance(r, SourceDocument) for r in results)
+    assert results[1].key == "node-7" and results[1].access == ["a", "b"] and results[1].metadata == {}
+
+
+def test_frameworks_are_not_imported_at_module_import() -> None:
+    code = (
+        "import sys, surreal_kgrag.loaders; "
+        "heavy = [m for m in ('langchain_core', 'llama_index', 'trafilatura', 'pypdf') if m in sys.modules]; "
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- content passes through verbatim ----------------------------------------------------------
+
+HOSTILE = [
+    "He said \"hi\" and 'bye' `tick`",
+    "x'; REMOVE TABLE chunk; --",
+    "$param $auth $session {{ template }} ${env}",
+    "Unicode: naïve café Ω 漢字 عربى \u200b zero-width",
+    "Emoji: 🦄🔥👩‍👩‍👧 and a surrogate-free 𝔘𝔫𝔦",
+    "<script>alert(1)</script> & &amp; \\n backslash \\",
+]
+
+
+def test_hostile_strings_pass_through_verbatim(tmp_path: Path) -> None:
+    long_title = "T" * 5000 + " ; REMOVE TABLE document"
+    records = [
+        {"id": f"h{i}", "title": s if i else long_title, "text": s, "note": s, "access": [s]}
+        for i, s in enumerate(HOSTILE)
+    ]
+    path = tmp_path / "hostile.jsonl"
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records), encoding="utf-8")
+    docs, failures = split(list(load_path(path)))
+    assert not failures
+    for record, d in zip(records, docs, strict=True):
+        assert (d.text, d.title, d.metadata["note"], d.access) == (
+            record["text"],
+            record["title"],
+            record["note"],
+            record["access"],
+        )
+
+    text = "\n".join(HOSTILE)
+    txt = tmp_path / "hostile $name; REMOVE TABLE x 🦄.txt"
+    txt.write_text(text, encoding="utf-8")
+    d = doc(txt)
+    assert d.text == text and d.title == txt.stem
+    assert from_text(text, title=long_title).title == long_title
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    records=st.lists(
+        st.fixed_dictionaries(
+            {"id": st.text(min_size=1), "title": st.text(min_size=1), "text": st.text().filter(str.strip)},
+            optional={"extra": st.text(), "access": st.lists(st.text())},
+        ),
+        min_size=1,
+        max_size=5,
+        unique_by=lambda r: r["id"],
+    ),
+    ascii_only=st.booleans(),
+)
+def test_any_record_strings_round_trip(records: list[dict], ascii_only: bool) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "records.jsonl"
+        path.write_text("\n".join(json.dumps(r, ensure_ascii=ascii_only) for r in records), encoding="utf-8")
+        docs, failures = split(list(load_path(path)))
+    assert not failures
+    assert [(d.key, d.title, d.text, d.access) for d in docs] == [
+        (r["id"], r["title"], r["text"], r.get("access", [])) for r in records
+    ]
+    assert [d.metadata for d in docs] == [{"extra": r["extra"]} if "extra" in r else {} for r in records]
+
+
+# --- the bench corpus -------------------------------------------------------------------------
+
+
+def test_bench_corpus_loads_every_record_fast() -> None:
+    if not BENCH_CORPUS.exists():
+        pytest.skip(f"bench corpus not found at {BENCH_CORPUS}")
+    with BENCH_CORPUS.open(encoding="utf-8") as handle:
+        expected_ids = [json.loads(line)["id"] for line in handle if line.strip()]
+    started = time.perf_counter()
+    results = list(load_path(BENCH_CORPUS))
+    elapsed = time.perf_counter() - started
+    docs, failures = split(results)
+    assert not failures
+    assert len(docs) == 1971
+    assert [d.key for d in docs] == expected_ids
+    assert all(d.title and d.text for d in docs)
+    assert elapsed < 1.0, f"loading took {elapsed:.2f}s"
+
+
+def test_supported_suffixes_map_to_content_types() -> None:
+    assert SUPPORTED_SUFFIXES[".md"] == "text/markdown"
+    assert SUPPORTED_SUFFIXES[".pdf"] == "application/pdf"
+    assert all(suffix.startswith(".") and suffix == suffix.lower() for suffix in SUPPORTED_SUFFIXES)
