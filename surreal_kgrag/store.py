@@ -155,7 +155,10 @@ class SurrealStore:
                 self._connection = None
 
     async def aclose(self) -> None:
-        self.close()
+        with self._lock:
+            connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.arelease()
 
     def __enter__(self) -> SurrealStore:
         return self
@@ -210,8 +213,24 @@ def _major(version: str) -> int:
     return int(match.group(1))
 
 
-def _query_error(name: str, error: surrealdb.SurrealError) -> QueryExecutionError:
+def _query_error(name: str, error: surrealdb.SurrealError | str) -> QueryExecutionError:
     return QueryExecutionError(f"SurrealDB rejected {name}.surql: {error}")
+
+
+_NOT_EXECUTED = "not executed due to a failed transaction"
+
+
+def _results(name: str, response: dict[str, Any]) -> list[Any]:
+    """One result per statement. On failure, report the statement that failed, not the ones a
+    failed transaction cancelled (the SDK's own parser raises on the first of those)."""
+    if response.get("error"):
+        raise _query_error(name, response["error"].get("message", response["error"]))
+    statements = response.get("result") or []
+    errors = [(i, s.get("result")) for i, s in enumerate(statements) if s.get("status") == "ERR"]
+    if errors:
+        cause = next(((i, m) for i, m in errors if _NOT_EXECUTED not in str(m)), errors[0])
+        raise _query_error(name, f"statement {cause[0] + 1}: {cause[1]}")
+    return [s.get("result") for s in statements]
 
 
 def _open_error(config: StoreConfig, error: Exception) -> StoreConnectionError:
@@ -254,6 +273,9 @@ class _Connection:
 
     def release(self) -> None:
         raise NotImplementedError
+
+    async def arelease(self) -> None:
+        self.release()
 
 
 # -- embedded ------------------------------------------------------------------------------------
@@ -343,9 +365,10 @@ class _EmbeddedConnection(_Connection):
 
     async def arun(self, name: str, text: str, params: dict[str, Any]) -> list[Any]:
         try:
-            return await self.db.query(text, params).execute()
+            response = await self.db.query_raw(text, params)
         except surrealdb.SurrealError as error:
             raise _query_error(name, error) from error
+        return _results(name, response)
 
     def version(self) -> str:
         return run_sync(self.aversion())
@@ -398,17 +421,20 @@ class _RemoteConnection(_Connection):
         return self._async
 
     def run(self, name: str, text: str, params: dict[str, Any]) -> list[Any]:
+        db = self._blocking()
         try:
-            return self._blocking().query(text, params).execute()
+            response = db.query_raw(text, params)
         except surrealdb.SurrealError as error:
             raise _query_error(name, error) from error
+        return _results(name, response)
 
     async def arun(self, name: str, text: str, params: dict[str, Any]) -> list[Any]:
         db = await self._native()
         try:
-            return await db.query(text, params).execute()
+            response = await db.query_raw(text, params)
         except surrealdb.SurrealError as error:
             raise _query_error(name, error) from error
+        return _results(name, response)
 
     def version(self) -> str:
         return self._blocking().version()
@@ -420,12 +446,12 @@ class _RemoteConnection(_Connection):
         if self._sync is not None:
             self._sync.close()
             self._sync = None
-        if self._async is not None and self._async_loop is not None and not self._async_loop.is_closed():
-            try:
-                if self._async_loop.is_running():
-                    asyncio.run_coroutine_threadsafe(self._async.close(), self._async_loop)
-                else:
-                    self._async_loop.run_until_complete(self._async.close())
-            except RuntimeError:
-                pass  # the loop that owned the connection is gone; the socket closes with it
+        # An async connection belongs to its event loop; from sync code it is dropped, and its
+        # socket closes with the loop. `aclose()` closes it properly.
         self._async = None
+
+    async def arelease(self) -> None:
+        if self._async is not None and self._async_loop is asyncio.get_running_loop():
+            await self._async.close()
+        self._async = None
+        self.release()

@@ -1,0 +1,62 @@
+"""surreal-kgrag: knowledge-graph retrieval on SurrealDB (documents, chunks, concepts)."""
+
+from .chunking import SentenceChunker
+from .errors import (
+    ConfigurationError,
+    KGRagError,
+    LoaderError,
+    ModelNotAvailableError,
+    QueryExecutionError,
+    SchemaMismatchError,
+    StoreConnectionError,
+    StoreLockedError,
+)
+from .ingest import IngestConfig, Ingestor, delete_documents
+from .models import ConceptMention, IngestSummary, LoadFailure, SourceDocument, StoreStats, TextChunk
+from .retrieve import (
+    ChunkHit,
+    ChunkRetriever,
+    ConceptMatch,
+    ConceptRetriever,
+    RetrievalResult,
+    RetrievedDocument,
+    RetrieverConfig,
+)
+from .schema import IndexSettings, ensure_schema
+from .stats import get_stats
+from .store import StoreConfig, SurrealStore
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ChunkHit",
+    "ChunkRetriever",
+    "ConceptMatch",
+    "ConceptMention",
+    "ConceptRetriever",
+    "ConfigurationError",
+    "IndexSettings",
+    "IngestConfig",
+    "IngestSummary",
+    "Ingestor",
+    "KGRagError",
+    "LoadFailure",
+    "LoaderError",
+    "ModelNotAvailableError",
+    "QueryExecutionError",
+    "RetrievalResult",
+    "RetrievedDocument",
+    "RetrieverConfig",
+    "SchemaMismatchError",
+    "SentenceChunker",
+    "SourceDocument",
+    "StoreConfig",
+    "StoreConnectionError",
+    "StoreLockedError",
+    "StoreStats",
+    "SurrealStore",
+    "TextChunk",
+    "delete_documents",
+    "ensure_schema",
+    "get_stats",
+]

@@ -1,0 +1,264 @@
+"""The ingestion pipeline on the real embedded SurrealDB with the real spaCy and MiniLM models."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from surrealdb import RecordID
+
+from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore, get_stats
+from surreal_kgrag.chunking import SentenceChunker
+from surreal_kgrag.cli import main as cli_main
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
+
+
+class CountingEmbedder:
+    """The real MiniLM embedder, counting the texts it is asked to embed."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.texts: list[str] = []
+
+    name = property(lambda self: self.inner.name)
+    dimension = property(lambda self: self.inner.dimension)
+
+    def embed_documents(self, texts):
+        self.texts.extend(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+    async def aembed_documents(self, texts):
+        return self.embed_documents(texts)
+
+    async def aembed_query(self, text):
+        return self.inner.embed_query(text)
+
+
+@pytest.fixture
+def store():
+    with SurrealStore("mem://") as s:
+        yield s
+
+
+@pytest.fixture
+def ingestor(store, minilm, spacy_extractor):
+    return Ingestor(store, embedder=minilm, extractor=spacy_extractor)
+
+
+def _document(store, key):
+    rows = store.query("get_document", {"ids": [RecordID("document", key)]})[-1]
+    return rows[0] if rows else None
+
+
+def _concepts(store, *names):
+    return {row["name"]: row for row in store.query("get_concepts", {"ids": [RecordID("concept", n) for n in names]})[-1]}
+
+
+def _counts(store):
+    stats = get_stats(store)
+    return stats.documents, stats.chunks, stats.concepts, stats.mentions, stats.shared_concepts
+
+
+def test_ingest_folder_then_reingest_skips_everything(ingestor, store):
+    summary = ingestor.ingest([EXAMPLES])
+    files = sorted(p for p in EXAMPLES.iterdir() if p.is_file())
+    assert (summary.added, summary.updated, summary.failed) == (len(files), 0, 0)
+    documents, chunks, concepts, mentions, shared = _counts(store)
+    assert documents == len(files) and chunks >= documents and concepts > 0 and mentions > 0
+    assert shared > 0  # e.g. "marie curie" and "poland" appear in several documents
+    assert summary.chunks == chunks and summary.edges == mentions and summary.concepts == concepts
+
+    again = ingestor.ingest([EXAMPLES])
+    assert (again.added, again.updated, again.skipped) == (0, 0, len(files))
+    assert _counts(store) == (documents, chunks, concepts, mentions, shared)
+
+    curie = _concepts(store, "marie curie")["marie curie"]
+    assert curie["df"] >= 2 and len(curie["documents"]) == curie["df"]
+
+
+def test_update_replaces_chunks_and_removes_orphan_concepts(ingestor, store, tmp_path):
+    folder = tmp_path / "docs"
+    shutil.copytree(EXAMPLES, folder)
+    note = folder / "note.txt"
+    note.write_text("The Zanzibar Archive holds letters from Marie Curie. Poland is mentioned once.")
+    ingestor.ingest([folder])
+    key = str(note.resolve())
+    assert "zanzibar archive" in _concepts(store, "zanzibar archive")
+    poland_df = _concepts(store, "poland")["poland"]["df"]
+
+    note.write_text("The Kilimanjaro Library keeps a copy of a famous physics thesis.")
+    summary = ingestor.ingest([folder])
+    assert (summary.updated, summary.added, summary.skipped) == (1, 0, len(list(EXAMPLES.iterdir())))
+    doc = _document(store, key)
+    assert doc["chunks"][0]["content"].startswith("The Kilimanjaro Library")
+    assert len(doc["chunks"]) == doc["chunk_count"]
+    concepts = _concepts(store, "zanzibar archive", "kilimanjaro library", "poland")
+    assert "zanzibar archive" not in concepts  # orphaned by the update, removed
+    assert "kilimanjaro library" in concepts
+    assert concepts["poland"]["df"] == poland_df - 1
+
+
+def test_delete_removes_document_chunks_edges_and_orphans(ingestor, store):
+    ingestor.ingest([EXAMPLES])
+    before = _counts(store)
+    key = str((EXAMPLES / "polonium.txt").resolve())
+    polonium_chunks = _document(store, key)["chunk_count"]
+    shared_before = _concepts(store, "poland")["poland"]["df"]
+
+    assert ingestor.delete([key, "no-such-document"]) == 1
+    assert _document(store, key) is None
+    documents, chunks, concepts, mentions, _ = _counts(store)
+    assert documents == before[0] - 1 and chunks == before[1] - polonium_chunks
+    assert mentions < before[3] and concepts < before[2]
+    assert _concepts(store, "poland")["poland"]["df"] == shared_before - 1
+    # No concept is left that nothing mentions.
+    stats = store.query("stats")[0]
+    assert stats["concepts"] == concepts
+    assert ingestor.delete([key]) == 0
+
+
+def test_hostile_strings_are_stored_verbatim(ingestor, store):
+    hostile_title = "Robert'); REMOVE TABLE chunk; -- ⟨$x⟩ `y` \"z\""
+    hostile_text = "SELECT * FROM document; DELETE chunk; $embedding <|1,1|> {{k}} — Ünïcode 🚀 says hello to Paris."
+    metadata = {"author": "x'; REMOVE TABLE document; --", "nested": {"$where": "1=1", "list": ["a", None, 3]}}
+    doc = SourceDocument(key="evil'; DELETE document; --", text=hostile_text, title=hostile_title, source="test",
+                         metadata=metadata)
+    summary = ingestor.ingest([doc])
+    assert summary.added == 1, summary.failures
+    stored = _document(store, doc.key)
+    assert stored["title"] == hostile_title
+    assert stored["metadata"] == metadata
+    assert stored["chunks"][0]["content"] == hostile_text
+    assert _counts(store)[:2] == (1, 1)  # nothing was executed
+
+
+def test_bad_inputs_are_reported_and_the_batch_goes_on(ingestor, store, tmp_path):
+    (tmp_path / "good.txt").write_text("Grace Hopper worked on the Harvard Mark I computer.")
+    (tmp_path / "empty.txt").write_text("   \n")
+    (tmp_path / "binary.txt").write_bytes(b"\x00\x01\x02binary")
+    (tmp_path / "records.jsonl").write_text(
+        json.dumps({"id": "r1", "title": "R1", "text": "Alan Turing studied at King's College, Cambridge."}) + "\n"
+        + "{not json\n"
+        + json.dumps({"id": "r2", "title": "R2"}) + "\n"
+    )
+    summary = ingestor.ingest([tmp_path, tmp_path / "missing.md"])
+    assert summary.added == 2
+    reasons = {str(f) for f in summary.failures}
+    assert summary.failed == len(summary.failures) == 5
+    assert any("empty.txt" in r for r in reasons) and any("binary.txt" in r for r in reasons)
+    assert any("records.jsonl:2" in r for r in reasons) and any("records.jsonl:3" in r for r in reasons)
+    assert any("missing.md" in r for r in reasons)
+    assert _counts(store)[0] == 2
+
+
+def test_crash_mid_ingest_leaves_no_half_written_document(store, minilm, spacy_extractor):
+    class CrashingExtractor:
+        def __init__(self):
+            self.calls = 0
+
+        def extract(self, texts):
+            self.calls += 1
+            if self.calls == 2:
+                raise RuntimeError("simulated crash")
+            return spacy_extractor.extract(texts)
+
+    texts = [f"Document {i} is about the city of Lisbon and the river Tagus number {i}." for i in range(6)]
+    config = IngestConfig(batch_size=3, group_size=2)
+    ingestor = Ingestor(store, embedder=minilm, extractor=CrashingExtractor(), config=config)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        ingestor.ingest_texts(texts, ids=[f"d{i}" for i in range(6)])
+    documents, chunks, *_ = _counts(store)
+    assert documents == 3 and chunks == 3  # the first batch only, complete
+    for i in range(3):
+        doc = _document(store, f"d{i}")
+        assert doc is not None and len(doc["chunks"]) == doc["chunk_count"] == 1
+    # Resuming finishes the job and skips what is already there.
+    summary = Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=config).ingest_texts(
+        texts, ids=[f"d{i}" for i in range(6)]
+    )
+    assert (summary.skipped, summary.added) == (3, 3)
+
+
+def test_concepts_are_embedded_once_and_never_again(store, minilm, spacy_extractor):
+    counting = CountingEmbedder(minilm)
+    ingestor = Ingestor(store, embedder=counting, extractor=spacy_extractor)
+    ingestor.ingest_texts(["Ada Lovelace met Charles Babbage in London.", "Charles Babbage lived in London."],
+                          ids=["a", "b"])
+    embedded = list(counting.texts)
+    assert len([t for t in embedded if t.lower() == "london"]) == 1
+    assert len([t for t in embedded if t.lower() == "charles babbage"]) == 1
+
+    counting.texts.clear()
+    fresh = Ingestor(store, embedder=counting, extractor=spacy_extractor)  # new process, same store
+    fresh.ingest_texts(["London is where Ada Lovelace lived."], ids=["c"])
+    assert counting.texts[0].startswith("London is where")
+    assert not {t.lower() for t in counting.texts[1:]} & {"london", "ada lovelace"}
+
+
+def test_chunker_settings_and_offsets_survive_the_store(store, minilm, spacy_extractor):
+    text = " ".join(f"Sentence number {i} mentions Berlin and Vienna." for i in range(40))
+    config = IngestConfig(chunker=SentenceChunker(max_tokens=40, overlap_tokens=8))
+    Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=config).ingest_texts([text], ids=["long"])
+    doc = _document(store, "long")
+    assert doc["chunk_count"] == len(doc["chunks"]) > 5
+    assert [c["index"] for c in doc["chunks"]] == list(range(len(doc["chunks"])))
+    for chunk in doc["chunks"]:
+        assert text[chunk["char_start"] : chunk["char_end"]] == chunk["content"]
+
+
+def test_framework_documents_are_ingested(ingestor, store):
+    from langchain_core.documents import Document as LCDocument
+    from llama_index.core import Document as LIDocument
+
+    summary = ingestor.ingest([
+        LCDocument(page_content="Niels Bohr worked in Copenhagen.", metadata={"title": "Bohr"}, id="lc-1"),
+        LIDocument(text="Lise Meitner worked in Berlin.", metadata={"title": "Meitner"}, doc_id="li-1"),
+    ])
+    assert summary.added == 2, summary.failures
+    assert _document(store, "lc-1")["title"] == "Bohr"
+    assert _document(store, "li-1")["chunks"][0]["content"] == "Lise Meitner worked in Berlin."
+
+
+async def test_async_ingest_and_delete(store, minilm, spacy_extractor):
+    ingestor = Ingestor(store, embedder=minilm, extractor=spacy_extractor)
+    summary = await ingestor.aingest_texts(["Enrico Fermi built a reactor in Chicago."], ids=["fermi"])
+    assert summary.added == 1
+    assert await ingestor.adelete(["fermi"]) == 1
+    assert _counts(store)[:2] == (0, 0)
+
+
+def test_vectors_are_normalised_and_searchable_right_after_ingest(ingestor, store, minilm):
+    from surreal_kgrag import ChunkRetriever, ConceptRetriever
+
+    ingestor.ingest([EXAMPLES])
+    result = ChunkRetriever(store, embedder=minilm).search("Which element is named after Poland?", k=2)
+    assert len(result.documents) == 2
+    assert any("polonium" in d.source or "marie-curie" in d.source for d in result.documents)
+    concept = ConceptRetriever(store, embedder=minilm).search("polonium", k=3)
+    assert concept.documents and concept.documents[0].chunks[0].concepts
+    vector = minilm.embed_query("x")
+    assert np.isclose(np.linalg.norm(vector), 1.0, atol=1e-4)
+
+
+def test_cli_ingest_stats_and_reingest(tmp_path, capsys):
+    db = f"surrealkv://{tmp_path / 'kg'}"
+    assert cli_main(["ingest", str(EXAMPLES), "--db", db, "--json", "--no-progress"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["added"] == len(list(EXAMPLES.iterdir())) and first["failed"] == 0
+    assert cli_main(["stats", "--db", db, "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["documents"] == first["added"] and stats["concepts"] > 0 and stats["mentions"] > 0
+    assert cli_main(["ingest", str(EXAMPLES), "--db", db, "--json", "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out)["skipped"] == first["added"]
+    assert cli_main(["stats", "--db", db, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == stats
+    assert cli_main(["query", "Where was Marie Curie born?", "--db", db, "-k", "2", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert len(answer["documents"]) == 2
