@@ -37,8 +37,17 @@ class Recording:
         self.memory: dict[str, Any] = {}
         self.replay = False
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+    name = property(lambda self: self.inner.name)
+    dimension = property(lambda self: self.inner.dimension)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.inner.embed_query(text)
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        return self.inner.embed_query(text)
+
+    async def aembed_documents(self, texts: list[str]) -> np.ndarray:
+        return self.embed_documents(texts)
 
     def _cached(self, texts: list[str], compute: Any) -> list[Any]:
         if self.replay:
