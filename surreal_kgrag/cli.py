@@ -17,6 +17,8 @@ from pydantic import BaseModel, ValidationError
 from .errors import KGRagError
 from .store import DEFAULT_URL, StoreConfig, SurrealStore
 
+MODES = ["chunk", "concept", "hybrid", "graph"]
+
 
 def _store(args: argparse.Namespace) -> SurrealStore:
     config = StoreConfig.from_env(url=args.db, namespace=args.ns, database=args.database, username=args.user, password=args.password)
@@ -83,25 +85,78 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _filters(args: argparse.Namespace) -> dict[str, Any] | None:
+    if not args.filter:
+        return None
+    try:
+        spec = json.loads(args.filter)
+    except json.JSONDecodeError as exc:
+        raise KGRagError(f"--filter must be a JSON object, e.g. '{{\"metadata.year\": {{\"$gte\": 2000}}}}' ({exc})") from exc
+    if not isinstance(spec, dict):
+        raise KGRagError("--filter must be a JSON object")
+    return spec
+
+
 def cmd_query(args: argparse.Namespace) -> int:
     from .retrieve import make_retriever
 
     with _store(args) as store:
         retriever = make_retriever(args.mode, store, embedder=args.embedder)
-        result = retriever.search(args.text, k=args.k)
+        result = retriever.search(args.text, k=args.k, filters=_filters(args))
     lines = []
     for rank, doc in enumerate(result.documents, 1):
         lines.append(f"{rank}. {doc.title or doc.id}  score {doc.score:.3f}  ({doc.source})")
-        best = doc.chunks[0]
-        snippet = " ".join(best.content.split())
-        lines.append(f"   {snippet[:200]}{'...' if len(snippet) > 200 else ''}")
+        if doc.chunks:
+            snippet = " ".join(doc.chunks[0].content.split())
+            lines.append(f"   {snippet[:200]}{'...' if len(snippet) > 200 else ''}")
         if args.explain:
-            for concept in doc.concepts:
-                lines.append(f"   via concept '{concept.name}' (similarity {concept.score:.3f})")
+            lines += [f"   {path.describe()}" for path in doc.provenance]
     if not lines:
         lines.append("no results")
+    lines.append(f"({result.search_ms:.1f} ms in the database, {result.embed_ms + result.analyze_ms:.1f} ms reading the query)")
     _emit(args, result, "\n".join(lines))
     return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .evaluate import EvalReport, evaluate_retriever, load_queries, plot_report
+    from .ingest import Ingestor
+    from .retrieve import make_retriever
+
+    ks = sorted({int(k) for k in args.k.split(",")})
+    queries = load_queries(args.queries)
+    modes = args.mode or ["chunk", "hybrid"]
+    with _store(args) as store:
+        ingestor = Ingestor(store, embedder=args.embedder)
+        summary = ingestor.ingest([args.corpus])
+        if summary.failed:
+            raise KGRagError(f"{summary.failed} records of {args.corpus} could not be ingested: {summary.failures[0]}")
+        reports = {}
+        for mode in modes:
+            retriever = make_retriever(mode, store, embedder=ingestor.embedder)
+            reports[mode] = evaluate_retriever(retriever, queries, ks, progress=_progress(f"eval {mode}", args))
+    report = EvalReport(corpus=str(args.corpus), queries_file=str(args.queries), modes=reports)
+    if args.chart:
+        plot_report(report, args.chart)
+    lines = [f"{'mode':<10}" + "".join(f"{f'recall@{k}':>11}" for k in ks) + f"{'p50 ms':>9}{'p95 ms':>9}{'p50 all':>9}"]
+    for mode, r in reports.items():
+        lines.append(
+            f"{mode:<10}" + "".join(f"{r.recall[k]:>11.1f}" for k in ks)
+            + f"{r.p50_ms:>9.1f}{r.p95_ms:>9.1f}{r.p50_with_embedding_ms:>9.1f}"
+        )
+    lines.append("p50/p95: database time; p50 all: with the query embedded and analysed afresh")
+    if args.chart:
+        lines.append(f"chart written to {args.chart}")
+    _emit(args, report.as_json(), "\n".join(lines))
+    return 0
+
+
+def _progress(label: str, args: argparse.Namespace) -> Any:
+    if args.json or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return lambda items: tqdm(items, desc=label, unit="q", file=sys.stderr)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -135,10 +190,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     query = commands.add_parser("query", parents=[common], help="retrieve the documents that best answer a question")
     query.add_argument("text", help="the question")
-    query.add_argument("--mode", choices=["chunk", "concept"], default="chunk", help="retrieval mode (default: chunk)")
+    query.add_argument("--mode", choices=MODES, default="hybrid", help="retrieval mode (default: hybrid)")
     query.add_argument("-k", type=int, default=5, help="documents to return (default: 5)")
-    query.add_argument("--explain", action="store_true", help="show the concepts that led to each document")
+    query.add_argument("--filter", help='JSON filter, e.g. \'{"metadata.year": {"$gte": 2000}}\'')
+    query.add_argument("--explain", action="store_true", help="show the paths (query -> concept -> chunk -> document)")
     query.set_defaults(func=cmd_query)
+
+    evaluate = commands.add_parser("eval", parents=[common], help="recall@k and latency per mode on a benchmark")
+    evaluate.add_argument("--corpus", required=True, help="corpus.jsonl ({id, title, text} lines), ingested if needed")
+    evaluate.add_argument("--queries", required=True, help="queries.jsonl ({id, question, gold_ids} lines)")
+    evaluate.add_argument("--mode", action="append", choices=MODES, help="mode to evaluate (repeatable; default: chunk and hybrid)")
+    evaluate.add_argument("-k", default="2,5", help="comma-separated cut-offs (default: 2,5)")
+    evaluate.add_argument("--chart", help="write a PNG bar chart comparing the modes to this path")
+    evaluate.set_defaults(func=cmd_eval)
 
     stats = commands.add_parser("stats", parents=[common], help="counts and index state")
     stats.set_defaults(func=cmd_stats)
@@ -150,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (KGRagError, ValidationError) as error:
+    except (KGRagError, ValidationError, ValueError) as error:
         print(f"surreal-kgrag {args.command}: {error}", file=sys.stderr)
         return 1
 

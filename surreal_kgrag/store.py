@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from . import surql
 from .errors import ConfigurationError, QueryExecutionError, StoreConnectionError, StoreLockedError
+from .filters import CompiledFilter
 
 T = TypeVar("T")
 
@@ -190,19 +191,20 @@ class SurrealStore:
     def major_version(self) -> int:
         return _major(self.server_version)
 
-    def text(self, name: str, **integers: int) -> str:
-        """The SurrealQL of ``surql/<name>.surql`` for this server, with integer placeholders filled."""
-        return surql.render(surql.load(name, self.major_version), **integers)
+    def text(self, name: str, **placeholders: int | CompiledFilter) -> str:
+        """The SurrealQL of ``surql/<name>.surql`` for this server, placeholders filled."""
+        return surql.render(surql.load(name, self.major_version), **placeholders)
 
-    async def atext(self, name: str, **integers: int) -> str:
-        return surql.render(surql.load(name, _major(await self.aserver_version())), **integers)
+    async def atext(self, name: str, **placeholders: int | CompiledFilter) -> str:
+        return surql.render(surql.load(name, _major(await self.aserver_version())), **placeholders)
 
-    def query(self, name: str, params: Mapping[str, Any] | None = None, **integers: int) -> list[Any]:
-        """Run ``surql/<name>.surql``; returns one result per statement."""
-        return self._conn().run(name, self.text(name, **integers), dict(params or {}))
+    def query(self, name: str, params: Mapping[str, Any] | None = None, **placeholders: int | CompiledFilter) -> list[Any]:
+        """Run ``surql/<name>.surql``; returns one result per statement. ``placeholders`` fill
+        ``{{name}}`` slots with checked integers or a compiled filter condition."""
+        return self._conn().run(name, self.text(name, **placeholders), dict(params or {}))
 
-    async def aquery(self, name: str, params: Mapping[str, Any] | None = None, **integers: int) -> list[Any]:
-        text = await self.atext(name, **integers)
+    async def aquery(self, name: str, params: Mapping[str, Any] | None = None, **placeholders: int | CompiledFilter) -> list[Any]:
+        text = await self.atext(name, **placeholders)
         return await self._conn().arun(name, text, dict(params or {}))
 
 

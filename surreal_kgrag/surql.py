@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .errors import ConfigurationError
+from .filters import CompiledFilter
 
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -37,16 +38,18 @@ def load(name: str, major_version: int = 3) -> str:
     raise FileNotFoundError(f"SurrealQL file {name}.surql not found in {[str(d) for d in _surql_dirs()]}")
 
 
-def render(text: str, **integers: int) -> str:
-    """Fill ``{{name}}`` placeholders with integers (and nothing else)."""
-    for key, value in integers.items():
-        if isinstance(value, bool) or not isinstance(value, int):
+def render(text: str, **values: int | CompiledFilter) -> str:
+    """Fill ``{{name}}`` placeholders with integers, or with a filter condition compiled by
+    ``surreal_kgrag.filters`` (validated field paths and ``$param`` references only)."""
+    for key, value in values.items():
+        if not isinstance(value, CompiledFilter) and (isinstance(value, bool) or not isinstance(value, int)):
             raise ConfigurationError(f"{key} must be an integer, got {value!r}")
 
     def fill(match: re.Match[str]) -> str:
         key = match.group(1)
-        if key not in integers:
+        if key not in values:
             raise ConfigurationError(f"no value given for {{{{{key}}}}} in SurrealQL template")
-        return str(int(integers[key]))
+        value = values[key]
+        return value.clause() if isinstance(value, CompiledFilter) else str(int(value))
 
     return _PLACEHOLDER.sub(fill, text)

@@ -1,0 +1,265 @@
+"""Retrievers on the real embedded SurrealDB with the real spaCy and MiniLM models."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from surreal_kgrag import Ingestor, SourceDocument, SurrealStore
+from surreal_kgrag.cli import main as cli_main
+from surreal_kgrag.filters import FilterError, compile_filter
+from surreal_kgrag.retrieve import make_retriever
+
+MODES = ["chunk", "concept", "hybrid", "graph"]
+
+CORPUS = [
+    ("curie", "Marie Curie", "Marie Curie was a physicist and chemist born in Warsaw. She discovered polonium and radium with Pierre Curie.", {"year": 1903, "tags": ["physics", "chemistry"]}, ["public"]),
+    ("pierre", "Pierre Curie", "Pierre Curie was a French physicist who studied magnetism and shared the Nobel Prize in Physics in 1903.", {"year": 1903, "tags": ["physics"]}, ["public"]),
+    ("warsaw", "Warsaw", "Warsaw is the capital of Poland, on the Vistula river. The city was the birthplace of Marie Curie.", {"year": 1596, "tags": ["city"]}, ["public"]),
+    ("polonium", "Polonium", "Polonium is a radioactive element named after Poland. It was discovered by Marie Curie in 1898.", {"year": 1898, "tags": ["chemistry"]}, ["public"]),
+    ("nobel", "Alfred Nobel", "Alfred Nobel was a Swedish chemist who invented dynamite and founded the Nobel Prize.", {"year": 1895, "tags": ["chemistry", "prize"]}, ["public"]),
+    ("vistula", "Vistula", "The Vistula is the longest river in Poland. It flows through Krakow and Warsaw to the Baltic Sea.", {"year": 2001, "tags": ["river"]}, ["staff"]),
+    ("krakow", "Krakow", "Krakow is a city in southern Poland with a famous old town and the Wawel castle.", {"year": 2005, "tags": ["city"]}, ["staff"]),
+    ("baltic", "Baltic Sea", "The Baltic Sea is an arm of the Atlantic Ocean bordered by Sweden, Finland and Poland.", {"year": 2010, "tags": ["sea"]}, ["staff"]),
+    ("dynamite", "Dynamite", "Dynamite is an explosive made from nitroglycerin, invented by Alfred Nobel in Sweden.", {"year": 2015, "tags": ["chemistry"]}, ["public"]),
+    ("radium", "Radium", "Radium is a radioactive element isolated by Marie Curie and Pierre Curie from pitchblende.", {"year": 2020, "tags": ["chemistry", "physics"]}, ["public"]),
+]
+QUESTION = "Which element did the physicist born in Warsaw discover?"
+
+
+@pytest.fixture(scope="module")
+def store(minilm, spacy_extractor):
+    with SurrealStore("mem://") as s:
+        docs = [
+            SourceDocument(key=key, title=title, text=text, source=f"{key}.txt", metadata=meta, access=access)
+            for key, title, text, meta, access in CORPUS
+        ]
+        Ingestor(s, embedder=minilm, extractor=spacy_extractor).ingest(docs)
+        yield s
+
+
+@pytest.fixture(scope="module")
+def retrievers(store, minilm, spacy_extractor):
+    def build(mode, **options):
+        extra = {"extractor": spacy_extractor} if mode in ("hybrid", "graph") else {}
+        return make_retriever(mode, store, embedder=minilm, **extra, **options)
+
+    return build
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("k", [1, 3, 6])
+def test_k_is_exact_and_scores_descend(retrievers, mode, k):
+    result = retrievers(mode, candidates=40).search(QUESTION, k=k)
+    assert len(result.documents) == k
+    scores = [d.score for d in result.documents]
+    assert scores == sorted(scores, reverse=True)
+    assert len({d.id for d in result.documents}) == k
+    assert result.mode == mode
+    for doc in result.documents:
+        assert doc.chunks and all(c.content for c in doc.chunks)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_relevant_document_ranks_high(retrievers, mode):
+    ids = [d.id for d in retrievers(mode).search("Who invented dynamite?", k=3).documents]
+    assert {"nobel", "dynamite"} & set(ids[:2]), ids
+
+
+def test_k_larger_than_store_returns_everything_found(retrievers):
+    result = retrievers("chunk", candidates=100).search(QUESTION, k=50)
+    assert len(result.documents) == len(CORPUS)
+
+
+def test_threshold_drops_weak_chunks(retrievers):
+    strong = retrievers("chunk", threshold=0.3).search(QUESTION, k=10)
+    assert strong.documents and all(c.score >= 0.3 for d in strong.documents for c in d.chunks)
+    assert len(strong.documents) < len(CORPUS)
+    assert retrievers("chunk", threshold=0.99).search(QUESTION, k=5).documents == []
+
+
+def test_group_by_chunk_returns_k_chunks(retrievers):
+    result = retrievers("chunk", group_by="chunk").search(QUESTION, k=4)
+    assert len(result.documents) == 4
+    assert all(len(d.chunks) == 1 for d in result.documents)
+    assert [d.score for d in result.documents] == [d.chunks[0].score for d in result.documents]
+
+
+def test_aggregation_count_orders_by_hits(retrievers):
+    result = retrievers("concept", aggregate="count", candidates=30).search(QUESTION, k=5)
+    scores = [d.score for d in result.documents]
+    assert scores == sorted(scores, reverse=True)
+    assert all(float(s).is_integer() and s >= 1 for s in scores)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("spec", "allowed"),
+    [
+        ({"metadata.year": {"$gte": 2000}}, {"vistula", "krakow", "baltic", "dynamite", "radium"}),
+        ({"year": {"$lt": 1900}}, {"warsaw", "polonium", "nobel"}),
+        ({"year": {"$between": [1898, 1903]}}, {"curie", "pierre", "polonium"}),
+        ({"title": {"$in": ["Radium", "Polonium", "Warsaw"]}}, {"radium", "polonium", "warsaw"}),
+        ({"tags": {"$contains": "chemistry"}}, {"curie", "polonium", "nobel", "dynamite", "radium"}),
+        ({"$or": [{"title": "Krakow"}, {"metadata.tags": {"$contains": "sea"}}]}, {"krakow", "baltic"}),
+        ({"$not": {"tags": {"$contains": "chemistry"}}, "year": {"$ne": 1596}}, {"pierre", "vistula", "krakow", "baltic"}),
+        ({"id": {"$in": ["curie", "nobel"]}}, {"curie", "nobel"}),
+    ],
+)
+def test_filters_apply_inside_the_query(retrievers, mode, spec, allowed):
+    k = min(3, len(allowed))
+    result = retrievers(mode, candidates=40).search(QUESTION, k=k, filters=spec)
+    ids = {d.id for d in result.documents}
+    assert ids <= allowed
+    if mode in ("chunk", "hybrid", "graph"):  # every chunk is a vector candidate: k is always filled
+        assert len(ids) == k
+
+
+def test_datetime_range_filter(retrievers):
+    past = dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc)
+    assert len(retrievers("chunk").search(QUESTION, k=3, filters={"created_at": {"$gte": past}}).documents) == 3
+    assert retrievers("chunk").search(QUESTION, k=3, filters={"created_at": {"$lt": past}}).documents == []
+
+
+def test_access_labels_restrict_results(retrievers):
+    result = retrievers("hybrid", access=["staff"]).search("rivers and cities in Poland", k=3)
+    assert {d.id for d in result.documents} <= {"vistula", "krakow", "baltic"}
+    assert len(result.documents) == 3
+
+
+@pytest.mark.parametrize("key", ["x; REMOVE TABLE chunk", "metadata.a b", "title.sub", "", "metadata", "$where", "a.`b`"])
+def test_hostile_filter_keys_are_rejected(retrievers, key):
+    with pytest.raises(FilterError):
+        retrievers("chunk").search(QUESTION, filters={key: 1})
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_hostile_keys_and_values_are_literals(retrievers, store, mode):
+    for spec in ({"vector": 1}, {"table": "chunk"}, {"title": "'; REMOVE TABLE chunk; --"}, {"title": {"$in": ["x` OR true"]}}):
+        assert retrievers(mode).search(QUESTION, k=3, filters=spec).documents == []
+    assert store.query("stats")[-1]  # tables still there
+    assert len(retrievers(mode).search(QUESTION, k=3).documents) == 3
+
+
+def test_bad_filter_values_name_the_problem():
+    with pytest.raises(FilterError, match=r"\$between"):
+        compile_filter({"year": {"$between": [1]}})
+    with pytest.raises(FilterError, match="unknown operator"):
+        compile_filter({"year": {"$regex": ".*"}})
+    with pytest.raises(FilterError, match="non-empty list"):
+        compile_filter({"year": {"$in": []}})
+    compiled = compile_filter({"title": "x'); DROP", "year": {"$gt": 3}})
+    assert "x'); DROP" not in compiled.condition and "x'); DROP" in compiled.params.values()
+
+
+def test_concept_provenance_names_the_matched_concepts(retrievers):
+    result = retrievers("concept").search("Marie Curie", k=3)
+    top = result.documents[0]
+    assert top.concepts and top.concepts[0].score > 0.8
+    paths = [p for p in top.provenance if p.concept]
+    assert paths and all(p.document_id == top.id for p in paths)
+    chunk_ids = {c.id for c in top.chunks}
+    assert all(p.chunk_id in chunk_ids for p in paths)
+    assert "marie curie" in {c.id for c in top.concepts}
+    assert "-> document " + top.id in paths[0].describe()
+
+
+def test_hybrid_provenance_shows_each_channel(retrievers):
+    result = retrievers("hybrid").search("Who invented dynamite in Sweden?", k=3)
+    channels = {p.channel for d in result.documents for p in d.provenance}
+    assert {"vector", "concept"} <= channels
+    named = [p for d in result.documents for p in d.provenance if p.channel == "concept"]
+    assert any(p.concept and p.concept.id in {"dynamite", "sweden"} for p in named)
+
+
+def test_graph_expansion_reaches_documents_through_shared_concepts(retrievers):
+    result = retrievers("graph", seeds=1, max_df=6).search("Who discovered polonium?", k=6)
+    hops = [p for d in result.documents for p in d.provenance if p.channel == "graph"]
+    assert hops, "the graph channel found no bridge document"
+    seed = result.documents[0].id
+    for path in hops:
+        assert path.via_chunk_id and path.via_chunk_id.startswith(f"{seed}::")
+        assert path.concept is not None and path.document_id != seed
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_async_equals_sync(retrievers, mode):
+    retriever = retrievers(mode)
+    sync = retriever.search(QUESTION, k=4, filters={"year": {"$gte": 1800}})
+    other = await retriever.asearch(QUESTION, k=4, filters={"year": {"$gte": 1800}})
+    assert [(d.id, round(d.score, 5)) for d in sync.documents] == [(d.id, round(d.score, 5)) for d in other.documents]
+    assert [c.id for d in sync.documents for c in d.chunks] == [c.id for d in other.documents for c in d.chunks]
+
+
+def test_query_embedding_is_cached(retrievers):
+    retriever = retrievers("chunk")
+    first = retriever.search("a question asked twice", k=1)
+    second = retriever.search("a question asked twice", k=1)
+    assert first.embed_ms > 0 and second.embed_ms < first.embed_ms / 5
+
+
+def test_published_concept_grouping_fails_on_3x(store, minilm):
+    """The published Pattern 1 (SPLIT on the walked field, GROUP BY chunk only) groups wrongly on
+    SurrealDB 3.x: per-chunk fields come back as arrays and documents repeat. Our query does not."""
+    embedding = minilm.embed_query("Marie Curie").tolist()
+    rows = store.query("search_concepts_published", {"embedding": embedding}, candidates=10, ef=80)[-1]
+    docs = [row["doc"] for row in rows]
+    broken = any(isinstance(row["index"], list) or isinstance(row["doc"], list) for row in rows) or len(docs) != len(
+        {str(d) for d in docs}
+    )
+    assert broken, rows
+    ours = make_retriever("concept", store, embedder=minilm, candidates=10).search("Marie Curie", k=10)
+    assert len({d.id for d in ours.documents}) == len(ours.documents)
+    assert all(isinstance(c.index, int) for d in ours.documents for c in d.chunks)
+
+
+def test_unknown_mode_and_bad_k():
+    with pytest.raises(ValueError, match="unknown mode"):
+        make_retriever("magic", SurrealStore("mem://"))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cli_query_every_mode_json(tmp_path, minilm, capsys, mode):
+    db = f"surrealkv://{tmp_path / 'kg'}"
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("\n".join(json.dumps({"id": k, "title": t, "text": x}) for k, t, x, _, _ in CORPUS), encoding="utf-8")
+    assert cli_main(["ingest", str(corpus), "--db", db, "--no-progress", "--json"]) == 0
+    capsys.readouterr()
+    assert cli_main(["query", QUESTION, "--db", db, "--mode", mode, "-k", "2", "--json", "--explain"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["mode"] == mode and len(out["documents"]) == 2
+    assert cli_main(["query", QUESTION, "--db", db, "--mode", mode, "--filter", '{"x; REMOVE": 1}']) == 1
+    assert "invalid filter field" in capsys.readouterr().err
+
+
+def test_cli_eval_prints_recall_and_chart(tmp_path, capsys):
+    db = f"surrealkv://{tmp_path / 'kg'}"
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("\n".join(json.dumps({"id": k, "title": t, "text": x}) for k, t, x, _, _ in CORPUS), encoding="utf-8")
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(
+        "\n".join(
+            json.dumps(q)
+            for q in [
+                {"id": "1", "question": "Who invented dynamite?", "gold_ids": ["nobel", "dynamite"]},
+                {"id": "2", "question": "Which river flows through Warsaw?", "gold_ids": ["vistula"]},
+                {"id": "3", "question": "What did Marie Curie discover?", "gold_ids": ["polonium", "radium"]},
+            ]
+        ),
+        encoding="utf-8",
+    )
+    chart = tmp_path / "chart.png"
+    argv = ["eval", "--corpus", str(corpus), "--queries", str(queries), "--db", db, "--mode", "chunk", "--mode", "hybrid"]
+    assert cli_main([*argv, "-k", "1,5", "--json", "--chart", str(chart)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["modes"]) == {"chunk", "hybrid"}
+    for row in out["modes"].values():
+        assert 0 <= row["recall@1"] <= row["recall@5"] <= 100
+        assert row["recall@5"] >= 60
+        assert row["p50_ms"] > 0 and row["p95_ms"] >= row["p50_ms"]
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    queries.write_text('{"question": "no gold"}\n', encoding="utf-8")
+    assert cli_main(argv) == 1
+    assert "gold_ids" in capsys.readouterr().err
