@@ -47,6 +47,7 @@ __all__ = [
     "Reranker",
     "RerankerChain",
     "RerankerLike",
+    "make_reranker",
     "maximal_marginal_relevance",
     "passage_text",
 ]
@@ -631,3 +632,32 @@ class ConceptOverlapReranker(_RankingReranker):
 def _chunk_ids(documents: list[RetrievedDocument]) -> list[RecordID]:
     ids = dict.fromkeys(chunk.id for doc in documents for chunk in doc.chunks)
     return [RecordID("chunk", chunk_id) for chunk_id in ids]
+
+
+# --------------------------------------------------------------------------------------------------
+# By name (CLI, config files)
+
+_STORE_RERANKERS: dict[str, type[MMRReranker] | type[ConceptOverlapReranker]] = {
+    "mmr": MMRReranker,
+    "concept": ConceptOverlapReranker,
+}
+_MODEL_RERANKERS: dict[str, type[CrossEncoderReranker] | type[LLMReranker]] = {
+    "cross-encoder": CrossEncoderReranker,
+    "llm": LLMReranker,
+}
+
+
+def make_reranker(name: str, store: SurrealStore | None = None, **options: Any) -> Reranker:
+    """A reranker by name, with its constructor's options: ``"mmr"`` and ``"concept"`` need
+    ``store``; ``"cross-encoder"`` and ``"llm"`` need ``model=``. For a chain, join the results:
+    ``RerankerChain(make_reranker(n, store) for n in names)``."""
+    if name in _STORE_RERANKERS:
+        if store is None:
+            raise ConfigurationError(f"the {name!r} reranker reads the store: pass store=")
+        return _STORE_RERANKERS[name](store, **options)
+    if name in _MODEL_RERANKERS:
+        if "model" not in options:
+            raise ConfigurationError(f"the {name!r} reranker needs model= (a model name, path or object)")
+        return _MODEL_RERANKERS[name](**options)
+    known = ", ".join([*_STORE_RERANKERS, *_MODEL_RERANKERS])
+    raise ConfigurationError(f"unknown reranker {name!r}: choose one of {known}")

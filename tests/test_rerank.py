@@ -463,3 +463,18 @@ def test_reranker_warnings_are_user_warnings():
         warnings.simplefilter("error", RerankWarning)
         with pytest.raises(RerankWarning):
             warnings.warn("x", RerankWarning)
+
+
+def test_make_reranker_by_name(store, minilm, spacy_extractor, chat_server):
+    from surreal_kgrag.rerank import make_reranker
+
+    mmr = make_reranker("mmr", store, embedder=minilm, lambda_mult=0.7)
+    assert isinstance(mmr, MMRReranker) and mmr.lambda_mult == 0.7
+    assert isinstance(make_reranker("concept", store, extractor=spacy_extractor), ConceptOverlapReranker)
+    assert isinstance(make_reranker("llm", model="m", base_url=chat_server.base_url, api_key="k"), LLMReranker)
+    with pytest.raises(ConfigurationError, match="pass store="):
+        make_reranker("mmr")
+    with pytest.raises(ConfigurationError, match="needs model="):
+        make_reranker("cross-encoder")
+    with pytest.raises(ConfigurationError, match="unknown reranker 'bm25'.*mmr, concept, cross-encoder, llm"):
+        make_reranker("bm25", store)
