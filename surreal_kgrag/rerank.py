@@ -31,7 +31,7 @@ from surrealdb import RecordID
 from .embed import Embedder, _make_client, resolve_embedder
 from .errors import ConfigurationError, KGRagError, ModelNotAvailableError
 from .extract import ConceptExtractor, normalise_concept, resolve_extractor
-from .retrieve import RetrievedDocument
+from .retrieve import ChunkHit, RetrievedDocument
 from .store import SurrealStore, checked_int
 
 if TYPE_CHECKING:
@@ -242,7 +242,7 @@ def _fraction(name: str, value: Any) -> float:
     return float(value)
 
 
-def _best_chunk(document: RetrievedDocument) -> Any:
+def _best_chunk(document: RetrievedDocument) -> ChunkHit:
     if not document.chunks:
         raise KGRagError(f"document {document.id!r} has no chunks to rerank by; rerank results that carry their chunks")
     return max(document.chunks, key=lambda chunk: chunk.score)
