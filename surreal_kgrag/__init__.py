@@ -13,6 +13,15 @@ from .errors import (
 )
 from .ingest import IngestConfig, Ingestor, delete_documents
 from .models import ConceptMention, IngestSummary, LoadFailure, SourceDocument, StoreStats, TextChunk
+from .rerank import (
+    ConceptOverlapReranker,
+    CrossEncoderReranker,
+    LLMReranker,
+    MMRReranker,
+    Reranker,
+    RerankerChain,
+    RerankWarning,
+)
 from .retrieve import (
     ChunkHit,
     ChunkRetriever,
@@ -33,17 +42,24 @@ __all__ = [
     "ChunkRetriever",
     "ConceptMatch",
     "ConceptMention",
+    "ConceptOverlapReranker",
     "ConceptRetriever",
     "ConfigurationError",
+    "CrossEncoderReranker",
     "IndexSettings",
     "IngestConfig",
     "IngestSummary",
     "Ingestor",
     "KGRagError",
+    "LLMReranker",
     "LoadFailure",
     "LoaderError",
+    "MMRReranker",
     "ModelNotAvailableError",
     "QueryExecutionError",
+    "RerankWarning",
+    "Reranker",
+    "RerankerChain",
     "RetrievalResult",
     "RetrievedDocument",
     "RetrieverConfig",
