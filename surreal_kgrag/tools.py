@@ -537,26 +537,26 @@ class ToolDispatcher:
     # -- typed calls: return the result model, raise ToolError / KGRagError -----------------------
 
     def invoke(self, name: str, arguments: str | Mapping[str, Any] | BaseModel | None = None) -> BaseModel:
+        """Run a tool and return its typed result; a bad call raises :class:`ToolError` (or another
+        :class:`~surreal_kgrag.errors.KGRagError` from the store or the embedder)."""
         tool, args = self._parse(name, arguments)
         plan = tool.plan(args)
-        reply = None
-        while True:
-            try:
-                step = plan.send(reply)
-            except StopIteration as done:
-                return done.value
-            reply = self._run(step)
+        try:
+            step = next(plan)
+            while True:
+                step = plan.send(self._run(step))
+        except StopIteration as done:
+            return done.value
 
     async def ainvoke(self, name: str, arguments: str | Mapping[str, Any] | BaseModel | None = None) -> BaseModel:
         tool, args = self._parse(name, arguments)
         plan = tool.plan(args)
-        reply = None
-        while True:
-            try:
-                step = plan.send(reply)
-            except StopIteration as done:
-                return done.value
-            reply = await self._arun(step)
+        try:
+            step = next(plan)
+            while True:
+                step = plan.send(await self._arun(step))
+        except StopIteration as done:
+            return done.value
 
     # -- agent-loop calls: always return JSON -----------------------------------------------------
 
