@@ -360,6 +360,44 @@ def test_dispatcher_can_offer_a_subset_of_tools(store, minilm):
         ToolDispatcher(store, embedder=minilm, tools=["search_everything"])
 
 
+# -- the MCP server ---------------------------------------------------------------------------------
+
+
+async def test_mcp_server_lists_and_runs_the_same_tools_in_process(tools):
+    mcp = pytest.importorskip("mcp", reason="the MCP server is the optional extra `mcp`")
+    from surreal_kgrag.mcp_server import build_server
+
+    async with mcp.Client(build_server(tools)) as client:
+        listed = (await client.list_tools()).tools
+        assert [(t.name, t.description, t.input_schema) for t in listed] == [
+            (s["function"]["name"], s["function"]["description"], s["function"]["parameters"]) for s in tools.schemas()
+        ]
+        result = await client.call_tool("related_concepts", {"concept": "Marie Curie", "limit": 3})
+        assert not result.is_error
+        assert result.content[0].text == tools.call("related_concepts", {"concept": "Marie Curie", "limit": 3})
+        assert result.structured_content == json.loads(result.content[0].text)
+        bad = await client.call_tool("search_chunks", {"query": "x", "k": 0})
+        assert bad.is_error and json.loads(bad.content[0].text)["error"]["type"] == "invalid_arguments"
+        hostile = await client.call_tool("chunks_for_concept", {"concept": HOSTILE})
+        assert hostile.is_error and hostile.structured_content["error"]["type"] == "not_found"
+
+
+async def test_mcp_server_module_serves_over_stdio(tmp_path, minilm, spacy_extractor):
+    mcp = pytest.importorskip("mcp", reason="the MCP server is the optional extra `mcp`")
+    url = f"surrealkv://{tmp_path}/kg"
+    with SurrealStore(url) as store:
+        Ingestor(store, embedder=minilm, extractor=spacy_extractor).ingest_texts([TEXTS["warsaw"]], ids=["warsaw"], titles=["Warsaw"])
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("SURREAL_KGRAG_")}
+    environment["PYTHONPATH"] = str(ROOT)
+    server = mcp.StdioServerParameters(command=sys.executable, args=["-m", "surreal_kgrag.mcp_server", "--db", url], env=environment)
+    async with mcp.Client(server) as client:
+        assert len((await client.list_tools()).tools) == len(TOOLS)
+        result = await client.call_tool("get_document", {"document_id": "warsaw"})
+        assert not result.is_error
+        document = json.loads(result.content[0].text)
+        assert document["title"] == "Warsaw" and " ".join(c["content"] for c in document["chunks"]) == TEXTS["warsaw"]
+
+
 # -- the example -------------------------------------------------------------------------------------
 
 
