@@ -43,19 +43,34 @@ from .store import SurrealStore
 __all__ = [
     "TOOLS",
     "ChunkSearchResult",
+    "ChunksForConceptArgs",
+    "ConceptChunk",
     "ConceptChunks",
+    "ConceptDocument",
     "ConceptDocuments",
+    "ConceptHit",
     "ConceptInfo",
     "ConceptSearchResult",
+    "DocumentChunk",
+    "DocumentHit",
     "DocumentView",
+    "DocumentsForConceptArgs",
     "GetDocumentArgs",
+    "InvalidArgumentsError",
     "NotFoundError",
+    "Passage",
+    "RelatedConcept",
     "RelatedConcepts",
+    "RelatedConceptsArgs",
     "SearchChunksArgs",
     "SearchConceptsArgs",
     "Tool",
+    "ToolArguments",
     "ToolDispatcher",
     "ToolError",
+    "UnknownToolError",
+    "UnsupportedArgumentError",
+    "error_payload",
 ]
 
 logger = logging.getLogger(__name__)
@@ -65,11 +80,12 @@ _EF = 80  # HNSW search breadth for concept search; at least k
 _SUGGESTIONS = 5  # nearest concepts offered when a concept name is not found
 
 # --------------------------------------------------------------------------------------------------
-# Arguments (what the model sends). Strict: "3" is not an integer, unknown fields are rejected.
+# Arguments (what the model sends). Strict: "3" is not an integer, unknown fields are rejected,
+# surrounding whitespace is dropped (so "  " is an empty query).
 
 
 class ToolArguments(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, str_strip_whitespace=True)
 
 
 class SearchChunksArgs(ToolArguments):

@@ -294,6 +294,7 @@ def test_unknown_concept_and_document_are_not_found_with_suggestions(tools):
         ("search_chunks", '{"query": "x", "k": 1000}', "invalid_arguments", "k: Input should be less than or equal to 50"),
         ("search_chunks", {"query": "x", "limit": 3}, "invalid_arguments", "limit: Extra inputs are not permitted"),
         ("get_document", {"document_id": ["curie"]}, "invalid_arguments", "document_id: Input should be a valid string"),
+        ("search_concepts", {"query": "   "}, "invalid_arguments", "query: String should have at least 1 character"),
     ],
 )
 def test_bad_calls_answer_with_a_structured_error(tools, name, arguments, kind, fragment):
@@ -337,17 +338,26 @@ def test_a_failing_store_is_an_error_answer_not_an_exception(minilm):
     assert error["type"] == "query_failed" and "tool_concept.surql" in error["message"]
 
 
+ONE_CALL_PER_TOOL = [
+    ("search_chunks", {"query": "Who discovered polonium?", "k": 3}),
+    ("search_concepts", '{"query": "capital city", "k": 5}'),
+    ("chunks_for_concept", {"concept": "warsaw"}),
+    ("documents_for_concept", {"concept": "pierre curie"}),
+    ("related_concepts", {"concept": "poland"}),
+    ("get_document", {"document_id": "warsaw"}),
+]
+
+
+def test_each_tool_returns_its_declared_result_model(tools):
+    results = {tool.name: tool.result for tool in TOOLS}
+    for name, arguments in ONE_CALL_PER_TOOL:
+        result = tools.invoke(name, arguments)
+        assert type(result) is results[name]
+        assert json.loads(tools.call(name, arguments)) == result.model_dump(mode="json")
+
+
 async def test_async_calls_equal_sync_calls(tools):
-    calls = [
-        ("search_chunks", {"query": "Who discovered polonium?", "k": 3}),
-        ("search_concepts", '{"query": "capital city", "k": 5}'),
-        ("chunks_for_concept", {"concept": "warsaw"}),
-        ("documents_for_concept", {"concept": "pierre curie"}),
-        ("related_concepts", {"concept": "poland"}),
-        ("get_document", {"document_id": "warsaw"}),
-        ("related_concepts", {"concept": "unknown thing"}),
-    ]
-    for name, arguments in calls:
+    for name, arguments in [*ONE_CALL_PER_TOOL, ("related_concepts", {"concept": "unknown thing"})]:
         assert await tools.acall(name, arguments) == tools.call(name, arguments)
     assert await tools.ainvoke("chunks_for_concept", {"concept": "warsaw"}) == tools.invoke("chunks_for_concept", {"concept": "warsaw"})
 
