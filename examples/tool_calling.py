@@ -65,7 +65,10 @@ class ScriptedStandIn:
         if self.turn == 3:  # the misspelt concept came back as not_found, with suggestions
             suggestion = results[-1]["error"]["details"]["suggestions"][0]
             top_document = results[0]["documents"][0]["id"]
-            return _calls(("related_concepts", {"concept": suggestion, "limit": 5}), ("get_document", {"document_id": top_document, "max_chunks": 1}))
+            return _calls(
+                ("related_concepts", {"concept": suggestion, "limit": 5}),
+                ("get_document", {"document_id": top_document, "max_chunks": 1}),
+            )
         passage = results[0]["documents"][0]["chunks"][0]["content"]
         people = [c["display"] for c in results[-2]["related"] if c["kind"] == "PERSON"]
         return {

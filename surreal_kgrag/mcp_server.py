@@ -71,10 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--database", help="database (default: $SURREAL_KGRAG_DB or kgrag)")
     parser.add_argument("--user", help="root user name (default: $SURREAL_KGRAG_USER)")
     parser.add_argument("--password", help="password (default: $SURREAL_KGRAG_PASS)")
-    parser.add_argument("--mode", choices=sorted(RETRIEVERS), default="chunk", help="retriever behind search_chunks (default: chunk)")
+    parser.add_argument(
+        "--mode", choices=sorted(RETRIEVERS), default="chunk", help="retriever behind search_chunks (default: chunk)"
+    )
     parser.add_argument(
         "--embedder", default=None,
-        help="the embedder the store was built with: sentence-transformers name or path, or openai:<model> (default: all-MiniLM-L6-v2)",
+        help="the embedder the store was built with: sentence-transformers name or path, or openai:<model> "
+        "(default: all-MiniLM-L6-v2)",
     )
     return parser
 
@@ -82,7 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        config = StoreConfig.from_env(url=args.db, namespace=args.ns, database=args.database, username=args.user, password=args.password)
+        config = StoreConfig.from_env(
+            url=args.db, namespace=args.ns, database=args.database, username=args.user, password=args.password
+        )
         with SurrealStore(config=config) as store:
             server = build_server(ToolDispatcher(store, mode=args.mode, embedder=args.embedder))
             anyio.run(serve_stdio, server)
