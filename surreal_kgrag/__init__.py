@@ -34,6 +34,7 @@ from .retrieve import (
 from .schema import IndexSettings, ensure_schema
 from .stats import get_stats
 from .store import StoreConfig, SurrealStore
+from .tools import ToolDispatcher, ToolError
 
 __version__ = "0.1.0"
 
@@ -72,6 +73,8 @@ __all__ = [
     "StoreStats",
     "SurrealStore",
     "TextChunk",
+    "ToolDispatcher",
+    "ToolError",
     "delete_documents",
     "ensure_schema",
     "get_stats",

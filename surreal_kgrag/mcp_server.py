@@ -1,0 +1,101 @@
+"""An MCP server exposing the agent tools (optional extra: ``pip install 'surreal-kgrag[mcp]'``).
+
+    surreal-kgrag-mcp --db surrealkv://kg          # or: python -m surreal_kgrag.mcp_server
+
+It serves over stdio the same six tools, with the same JSON schemas, as :class:`ToolDispatcher`;
+a bad call comes back as a tool result with ``isError`` set and the dispatcher's error JSON as text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+try:
+    import anyio
+    from mcp import types
+    from mcp.server import Server, ServerRequestContext
+    from mcp.server.stdio import stdio_server
+except ImportError as error:  # pragma: no cover - depends on the environment
+    raise ImportError("the MCP server needs the `mcp` package (2.x): pip install 'surreal-kgrag[mcp]'") from error
+
+from pydantic import ValidationError
+
+from . import __version__
+from .errors import KGRagError
+from .retrieve import RETRIEVERS
+from .store import DEFAULT_URL, StoreConfig, SurrealStore
+from .tools import ToolDispatcher
+
+INSTRUCTIONS = (
+    "Knowledge-graph retrieval over documents, chunks and concepts. Start with search_chunks; use "
+    "search_concepts to find concept names, then chunks_for_concept, documents_for_concept and "
+    "related_concepts to follow them, and get_document to read a document."
+)
+
+
+def build_server(dispatcher: ToolDispatcher, *, name: str = "surreal-kgrag") -> Server[Any]:
+    """An MCP ``Server`` whose tools are the dispatcher's; run it on any MCP transport."""
+    tools = [
+        types.Tool(name=f["name"], description=f["description"], input_schema=f["parameters"])
+        for f in (schema["function"] for schema in dispatcher.schemas())
+    ]
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        answer = await dispatcher.acall(params.name, params.arguments or {})
+        payload = json.loads(answer)
+        return types.CallToolResult(
+            content=[types.TextContent(text=answer)],
+            structured_content=payload,
+            is_error=set(payload) == {"error"},
+        )
+
+    return Server(name, version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="surreal-kgrag-mcp", description="Serve surreal-kgrag's agent tools over MCP (stdio).")
+    parser.add_argument("--db", help=f"database URL (default: $SURREAL_KGRAG_URL or {DEFAULT_URL})")
+    parser.add_argument("--ns", help="namespace (default: $SURREAL_KGRAG_NS or kgrag)")
+    parser.add_argument("--database", help="database (default: $SURREAL_KGRAG_DB or kgrag)")
+    parser.add_argument("--user", help="root user name (default: $SURREAL_KGRAG_USER)")
+    parser.add_argument("--password", help="password (default: $SURREAL_KGRAG_PASS)")
+    parser.add_argument(
+        "--mode", choices=sorted(RETRIEVERS), default="chunk", help="retriever behind search_chunks (default: chunk)"
+    )
+    parser.add_argument(
+        "--embedder", default=None,
+        help="the embedder the store was built with: sentence-transformers name or path, or openai:<model> "
+        "(default: all-MiniLM-L6-v2)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        config = StoreConfig.from_env(
+            url=args.db, namespace=args.ns, database=args.database, username=args.user, password=args.password
+        )
+        with SurrealStore(config=config) as store:
+            server = build_server(ToolDispatcher(store, mode=args.mode, embedder=args.embedder))
+            anyio.run(serve_stdio, server)
+    except (KGRagError, ValidationError) as error:
+        print(f"surreal-kgrag-mcp: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,487 @@
+"""Agent tools and their dispatcher on the real embedded SurrealDB with the real spaCy and MiniLM models.
+
+The expected answers of the concept tools come from an oracle computed in Python: the same extractor
+run over every stored chunk's text, counted with ``collections.Counter``. The tools get the same
+numbers from the graph with SurrealQL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections import Counter, defaultdict
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import jsonschema
+import pytest
+from surrealdb import RecordID
+
+from surreal_kgrag import IngestConfig, Ingestor, SurrealStore, get_stats
+from surreal_kgrag.chunking import SentenceChunker
+from surreal_kgrag.retrieve import ChunkRetriever
+from surreal_kgrag.tools import (
+    TOOLS,
+    ChunkSearchResult,
+    ConceptSearchResult,
+    GetDocumentArgs,
+    NotFoundError,
+    SearchChunksArgs,
+    SearchConceptsArgs,
+    ToolDispatcher,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TEXTS = {
+    "curie": "Marie Curie was a physicist born in Warsaw. She moved to Paris to study physics. "
+    "Marie Curie and Pierre Curie discovered polonium in Paris. Polonium is named after Poland.",
+    "pierre": "Pierre Curie was a French physicist. Pierre Curie married Marie Curie in Paris in 1895. He studied magnetism.",
+    "warsaw": "Warsaw is the capital of Poland. The Vistula river flows through Warsaw. Marie Curie was born in Warsaw.",
+    "nobel": "Alfred Nobel invented dynamite. The Nobel Prize is awarded in Stockholm every year.",
+}
+TITLES = {"curie": "Marie Curie", "pierre": "Pierre Curie", "warsaw": "Warsaw", "nobel": "Alfred Nobel"}
+HOSTILE = "x'); REMOVE TABLE chunk; --"
+
+
+@pytest.fixture(scope="module")
+def store(minilm, spacy_extractor):
+    with SurrealStore("mem://") as s:
+        # Small chunks so documents have several; no metadata concepts, so the oracle is the extractor alone.
+        config = IngestConfig(chunker=SentenceChunker(max_tokens=16, overlap_tokens=0), metadata_concepts=())
+        summary = Ingestor(s, embedder=minilm, extractor=spacy_extractor, config=config).ingest_texts(
+            list(TEXTS.values()),
+            ids=list(TEXTS),
+            titles=[TITLES[k] for k in TEXTS],
+            metadatas=[{"topic": k} for k in TEXTS],
+        )
+        assert summary.added == len(TEXTS) and summary.chunks > len(TEXTS)
+        yield s
+
+
+@pytest.fixture(scope="module")
+def tools(store, minilm):
+    return ToolDispatcher(store, embedder=minilm)
+
+
+@pytest.fixture(scope="module")
+def oracle(store, spacy_extractor):
+    """chunk id -> (document key, set of concept names), from the stored chunk texts."""
+    rows = store.query("get_document", {"ids": [RecordID("document", key) for key in TEXTS]})[-1]
+    chunks = [(row["id"].id, c) for row in rows for c in row["chunks"]]
+    mentions = spacy_extractor.extract([c["content"] for _, c in chunks])
+    return {c["id"].id: (doc, {m.name for m in found}) for (doc, c), found in zip(chunks, mentions)}
+
+
+def _chunks_mentioning(oracle, name):
+    return {chunk for chunk, (_, names) in oracle.items() if name in names}
+
+
+def _error(answer: str) -> dict:
+    payload = json.loads(answer)
+    assert set(payload) == {"error"}, payload
+    assert set(payload["error"]) == {"type", "message", "details"}
+    assert payload["error"]["message"]
+    return payload["error"]
+
+
+# -- schemas ---------------------------------------------------------------------------------------
+
+
+def _all_keys(node, parent=None):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield key, parent
+            yield from _all_keys(value, key)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _all_keys(item, parent)
+
+
+def test_schemas_are_openai_functions_and_valid_json_schema(tools):
+    schemas = tools.schemas()
+    assert [s["function"]["name"] for s in schemas] == [
+        "search_chunks", "search_concepts", "chunks_for_concept", "documents_for_concept", "related_concepts", "get_document",
+    ]
+    for schema in schemas:
+        assert set(schema) == {"type", "function"} and schema["type"] == "function"
+        function = schema["function"]
+        assert set(function) == {"name", "description", "parameters"} and len(function["description"]) > 30
+        parameters = function["parameters"]
+        jsonschema.Draft202012Validator.check_schema(parameters)
+        assert parameters["type"] == "object" and parameters["additionalProperties"] is False
+        # pydantic's generated titles are gone; every argument is described for the model
+        assert not [key for key, parent in _all_keys(parameters) if key == "title" and parent != "properties"]
+        assert all(prop.get("description") for prop in parameters["properties"].values())
+        json.dumps(schema)  # plain JSON, ready for an API request
+
+    by_name = {s["function"]["name"]: s["function"]["parameters"] for s in schemas}
+    assert by_name["search_chunks"]["required"] == ["query"]
+    assert by_name["search_chunks"]["properties"]["k"] == {
+        "default": 5, "description": "how many documents to return, best first", "maximum": 50, "minimum": 1, "type": "integer",
+    }
+    assert by_name["related_concepts"]["required"] == ["concept"]
+    assert by_name["get_document"]["required"] == ["document_id"]
+    assert by_name["get_document"]["properties"]["max_chunks"]["maximum"] == 100
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("search_chunks", SearchChunksArgs(query="Where was Marie Curie born?", k=3).model_dump(mode="json")),
+        ("search_chunks", {"query": "polonium", "k": 2, "chunks_per_document": 1, "filters": {"metadata.topic": "curie"}}),
+        ("search_concepts", SearchConceptsArgs(query="physicist").model_dump(mode="json")),
+        ("chunks_for_concept", {"concept": "Marie Curie", "limit": 3}),
+        ("documents_for_concept", {"concept": "warsaw"}),
+        ("related_concepts", {"concept": "pierre curie", "limit": 5}),
+        ("get_document", GetDocumentArgs(document_id="curie", first_chunk=1).model_dump(mode="json")),
+    ],
+)
+def test_arguments_from_the_models_validate_against_the_schemas(tools, name, arguments):
+    schema = next(s["function"]["parameters"] for s in tools.schemas() if s["function"]["name"] == name)
+    jsonschema.validate(arguments, schema, cls=jsonschema.Draft202012Validator)
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("search_chunks", {"query": "x", "k": 0}),
+        ("search_chunks", {"query": "x", "k": 51}),
+        ("search_chunks", {"query": "x", "k": "3"}),
+        ("search_chunks", {"query": "x", "k": 2.5}),
+        ("search_chunks", {"query": ""}),
+        ("search_chunks", {"k": 3}),
+        ("search_chunks", {"query": "x", "filters": "year > 2000"}),
+        ("search_concepts", {"query": 7}),
+        ("search_concepts", {"query": "x", "top": 3}),
+        ("chunks_for_concept", {"concept": "x", "limit": 0}),
+        ("related_concepts", {"concept": "x" * 301}),
+        ("get_document", {"document_id": "curie", "first_chunk": -1}),
+        ("get_document", {"document_id": "curie", "max_chunks": 101}),
+    ],
+)
+def test_schema_and_dispatcher_reject_the_same_bad_arguments(tools, name, arguments):
+    schema = next(s["function"]["parameters"] for s in tools.schemas() if s["function"]["name"] == name)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(arguments, schema, cls=jsonschema.Draft202012Validator)
+    error = _error(tools.call(name, arguments))
+    assert error["type"] == "invalid_arguments"
+    assert error["details"]["errors"] and all(e["field"] and e["problem"] for e in error["details"]["errors"])
+
+
+# -- the tools -------------------------------------------------------------------------------------
+
+
+def test_search_chunks_returns_the_core_retrievers_documents(tools, store, minilm):
+    result = tools.invoke("search_chunks", {"query": "Where was Marie Curie born?", "k": 2, "chunks_per_document": 1})
+    assert isinstance(result, ChunkSearchResult) and result.mode == "chunk"
+    core = ChunkRetriever(store, embedder=minilm).search("Where was Marie Curie born?", k=2)
+    assert [d.id for d in result.documents] == [d.id for d in core.documents]
+    assert [d.score for d in result.documents] == [d.score for d in core.documents]
+    assert all(len(d.chunks) == 1 for d in result.documents)
+    assert result.documents[0].chunks[0].content == core.documents[0].chunks[0].content
+    assert {d.id for d in result.documents} <= {"curie", "warsaw", "pierre"}
+    assert result.documents[0].title == TITLES[result.documents[0].id]
+    assert result.documents[0].metadata == {"topic": result.documents[0].id}
+
+
+def test_search_chunks_filters_reach_the_retriever_or_are_refused(tools):
+    # The core retrievers are gaining `filters`; until the chunk retriever takes them the tool must
+    # say so instead of silently ignoring the filter.
+    answer = json.loads(tools.call("search_chunks", {"query": "physicist", "filters": {"metadata.topic": "nobel"}}))
+    if "error" in answer:
+        assert answer["error"]["type"] == "unsupported" and answer["error"]["details"] == {"argument": "filters"}
+    else:
+        assert [d["id"] for d in answer["documents"]] == ["nobel"]
+
+
+def test_search_concepts_ranks_by_similarity_with_mention_counts(tools, oracle):
+    result = tools.invoke("search_concepts", {"query": "Marie Curie", "k": 4})
+    assert isinstance(result, ConceptSearchResult) and len(result.concepts) == 4
+    top = result.concepts[0]
+    assert (top.id, top.name, top.display, top.kind) == ("marie curie", "marie curie", "Marie Curie", "PERSON")
+    assert top.score > 0.99
+    scores = [c.score for c in result.concepts]
+    assert scores == sorted(scores, reverse=True)
+    for concept in result.concepts:
+        chunks = _chunks_mentioning(oracle, concept.id)
+        assert concept.chunks == len(chunks)
+        assert concept.documents == len({oracle[c][0] for c in chunks})
+
+
+def test_chunks_for_concept_normalises_the_name_like_ingestion(tools, oracle):
+    expected = _chunks_mentioning(oracle, "marie curie")
+    assert len(expected) == 4
+    result = tools.invoke("chunks_for_concept", {"concept": "  The MARIE  Curie's", "limit": 10})
+    assert result.concept.id == "marie curie" and result.concept.chunks == len(expected)
+    assert {c.id for c in result.chunks} == expected
+    for chunk in result.chunks:
+        assert chunk.document_id == oracle[chunk.id][0] and chunk.document_title == TITLES[chunk.document_id]
+        assert "Marie Curie" in chunk.content and chunk.mentions >= 1
+    limited = tools.invoke("chunks_for_concept", {"concept": "marie curie", "limit": 2})
+    assert len(limited.chunks) == 2 and limited.concept.chunks == 4
+
+
+def test_documents_for_concept_counts_mentioning_chunks_per_document(tools, oracle):
+    chunks = _chunks_mentioning(oracle, "paris")
+    expected = Counter(oracle[c][0] for c in chunks)
+    result = tools.invoke("documents_for_concept", {"concept": "Paris"})
+    assert {d.id: d.chunks for d in result.documents} == dict(expected)
+    assert result.concept.documents == len(expected)
+    assert [d.chunks for d in result.documents] == sorted(expected.values(), reverse=True)
+    assert all(d.title == TITLES[d.id] and d.metadata == {"topic": d.id} and d.source for d in result.documents)
+
+
+def test_related_concepts_rank_by_shared_chunks(tools, oracle):
+    shared: Counter[str] = Counter()
+    documents: dict[str, set[str]] = defaultdict(set)
+    for chunk in _chunks_mentioning(oracle, "marie curie"):
+        doc, names = oracle[chunk]
+        for name in names - {"marie curie"}:
+            shared[name] += 1
+            documents[name].add(doc)
+    result = tools.invoke("related_concepts", {"concept": "marie curie", "limit": 50})
+    assert {r.id: r.shared_chunks for r in result.related} == dict(shared)
+    assert {r.id: r.shared_documents for r in result.related} == {n: len(d) for n, d in documents.items()}
+    ranked = [(r.shared_chunks, r.shared_documents) for r in result.related]
+    assert ranked == sorted(ranked, reverse=True)
+    assert result.related[0].id in {"paris", "warsaw", "pierre curie"} and result.related[0].shared_chunks == 2
+    assert "marie curie" not in {r.id for r in result.related}
+    assert len(tools.invoke("related_concepts", {"concept": "marie curie", "limit": 2}).related) == 2
+
+
+def test_get_document_pages_through_chunks_in_order(tools):
+    whole = tools.invoke("get_document", {"document_id": "curie", "max_chunks": 100})
+    assert (whole.id, whole.title, whole.source, whole.metadata) == ("curie", "Marie Curie", "text[0]", {"topic": "curie"})
+    assert whole.chunk_count == len(whole.chunks) == 3
+    assert [c.index for c in whole.chunks] == [0, 1, 2]
+    assert " ".join(c.content for c in whole.chunks) == TEXTS["curie"]
+    page = tools.invoke("get_document", {"document_id": "curie", "first_chunk": 1, "max_chunks": 1})
+    assert [c.id for c in page.chunks] == [whole.chunks[1].id] and page.chunk_count == 3
+    past_the_end = tools.invoke("get_document", {"document_id": "curie", "first_chunk": 7})
+    assert past_the_end.chunks == [] and past_the_end.chunk_count == 3
+
+
+def test_unknown_concept_and_document_are_not_found_with_suggestions(tools):
+    with pytest.raises(NotFoundError):
+        tools.invoke("related_concepts", {"concept": "marie curies"})
+    error = _error(tools.call("related_concepts", {"concept": "Marie Curies"}))
+    assert error["type"] == "not_found"
+    assert error["details"]["normalised"] == "marie curies" and error["details"]["suggestions"][0] == "marie curie"
+    assert "search_concepts" in error["message"]
+    error = _error(tools.call("get_document", {"document_id": "no-such-doc"}))
+    assert error["type"] == "not_found" and error["details"] == {"document_id": "no-such-doc"}
+    error = _error(tools.call("documents_for_concept", {"concept": "the"}))
+    assert error["type"] == "invalid_arguments" and "not a concept name" in error["message"]
+
+
+# -- the dispatcher's bad calls ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "kind", "fragment"),
+    [
+        ("delete_everything", {}, "unknown_tool", "no tool named 'delete_everything'"),
+        (None, {}, "unknown_tool", "no tool named None"),
+        ("search_chunks", '{"query": "x", "k": 3', "invalid_arguments", "not valid JSON"),
+        ("search_chunks", "[1, 2]", "invalid_arguments", "must be a JSON object, got list"),
+        ("search_chunks", '"just a string"', "invalid_arguments", "must be a JSON object, got str"),
+        ("search_chunks", None, "invalid_arguments", "query: Field required"),
+        ("search_chunks", '{"query": "x", "k": true}', "invalid_arguments", "k: Input should be a valid integer"),
+        ("search_chunks", '{"query": "x", "k": 1000}', "invalid_arguments", "k: Input should be less than or equal to 50"),
+        ("search_chunks", {"query": "x", "limit": 3}, "invalid_arguments", "limit: Extra inputs are not permitted"),
+        ("get_document", {"document_id": ["curie"]}, "invalid_arguments", "document_id: Input should be a valid string"),
+        ("search_concepts", {"query": "   "}, "invalid_arguments", "query: String should have at least 1 character"),
+    ],
+)
+def test_bad_calls_answer_with_a_structured_error(tools, name, arguments, kind, fragment):
+    error = _error(tools.call(name, arguments))
+    assert error["type"] == kind
+    assert fragment in error["message"]
+    if kind == "unknown_tool":
+        assert error["details"]["available"] == [tool.name for tool in TOOLS]
+
+
+async def test_bad_calls_answer_the_same_async(tools):
+    for name, arguments in [("nope", {}), ("search_chunks", "{"), ("search_chunks", {"query": "x", "k": 0}), ("get_document", {"document_id": "zz"})]:
+        assert await tools.acall(name, arguments) == tools.call(name, arguments)
+
+
+def test_hostile_strings_are_only_ever_bound_values(tools, store):
+    before = get_stats(store)
+    hostile_calls = [
+        ("chunks_for_concept", {"concept": HOSTILE}),
+        ("related_concepts", {"concept": "concept:x; DELETE concept; --"}),
+        ("documents_for_concept", {"concept": "⟨x⟩`; REMOVE TABLE document; --"}),
+        ("get_document", {"document_id": "curie'; DELETE document; --"}),
+        ("get_document", {"document_id": "document:curie"}),
+        ("search_concepts", {"query": "'); REMOVE TABLE concept; --"}),
+        ("search_chunks", {"query": "}); REMOVE TABLE MENTIONS_CONCEPT; --"}),
+    ]
+    for name, arguments in hostile_calls:
+        answer = json.loads(tools.call(name, arguments))
+        assert "error" not in answer or answer["error"]["type"] == "not_found", answer
+    after = get_stats(store)
+    assert after.model_dump(exclude={"indexes"}) == before.model_dump(exclude={"indexes"})
+    tables = store.query("schema_info")[0]["tables"]
+    assert {"document", "chunk", "concept", "MENTIONS_CONCEPT"} <= set(tables)
+    assert len(tools.invoke("chunks_for_concept", {"concept": "marie curie"}).chunks) == 4
+
+
+def test_a_failing_store_is_an_error_answer_not_an_exception(minilm):
+    with SurrealStore("mem://") as empty:  # never ingested: SurrealDB 3.x rejects reads of missing tables
+        answer = ToolDispatcher(empty, embedder=minilm).call("chunks_for_concept", {"concept": "marie curie"})
+    error = _error(answer)
+    assert error["type"] == "query_failed" and "tool_concept.surql" in error["message"]
+
+
+ONE_CALL_PER_TOOL = [
+    ("search_chunks", {"query": "Who discovered polonium?", "k": 3}),
+    ("search_concepts", '{"query": "capital city", "k": 5}'),
+    ("chunks_for_concept", {"concept": "warsaw"}),
+    ("documents_for_concept", {"concept": "pierre curie"}),
+    ("related_concepts", {"concept": "poland"}),
+    ("get_document", {"document_id": "warsaw"}),
+]
+
+
+def test_each_tool_returns_its_declared_result_model(tools):
+    results = {tool.name: tool.result for tool in TOOLS}
+    for name, arguments in ONE_CALL_PER_TOOL:
+        result = tools.invoke(name, arguments)
+        assert type(result) is results[name]
+        assert json.loads(tools.call(name, arguments)) == result.model_dump(mode="json")
+
+
+async def test_async_calls_equal_sync_calls(tools):
+    for name, arguments in [*ONE_CALL_PER_TOOL, ("related_concepts", {"concept": "unknown thing"})]:
+        assert await tools.acall(name, arguments) == tools.call(name, arguments)
+    assert await tools.ainvoke("chunks_for_concept", {"concept": "warsaw"}) == tools.invoke("chunks_for_concept", {"concept": "warsaw"})
+
+
+def test_dispatcher_can_offer_a_subset_of_tools(store, minilm):
+    subset = ToolDispatcher(store, embedder=minilm, tools=["search_concepts", "get_document"])
+    assert [s["function"]["name"] for s in subset.schemas()] == ["search_concepts", "get_document"]
+    assert _error(subset.call("search_chunks", {"query": "x"}))["details"]["available"] == ["search_concepts", "get_document"]
+    with pytest.raises(ValueError, match="unknown tools"):
+        ToolDispatcher(store, embedder=minilm, tools=["search_everything"])
+
+
+# -- the MCP server ---------------------------------------------------------------------------------
+
+
+async def test_mcp_server_lists_and_runs_the_same_tools_in_process(tools):
+    mcp = pytest.importorskip("mcp", reason="the MCP server is the optional extra `mcp`")
+    from surreal_kgrag.mcp_server import build_server
+
+    async with mcp.Client(build_server(tools)) as client:
+        listed = (await client.list_tools()).tools
+        assert [(t.name, t.description, t.input_schema) for t in listed] == [
+            (s["function"]["name"], s["function"]["description"], s["function"]["parameters"]) for s in tools.schemas()
+        ]
+        result = await client.call_tool("related_concepts", {"concept": "Marie Curie", "limit": 3})
+        assert not result.is_error
+        assert result.content[0].text == tools.call("related_concepts", {"concept": "Marie Curie", "limit": 3})
+        assert result.structured_content == json.loads(result.content[0].text)
+        bad = await client.call_tool("search_chunks", {"query": "x", "k": 0})
+        assert bad.is_error and json.loads(bad.content[0].text)["error"]["type"] == "invalid_arguments"
+        hostile = await client.call_tool("chunks_for_concept", {"concept": HOSTILE})
+        assert hostile.is_error and hostile.structured_content["error"]["type"] == "not_found"
+
+
+async def test_mcp_server_module_serves_over_stdio(tmp_path, minilm, spacy_extractor):
+    mcp = pytest.importorskip("mcp", reason="the MCP server is the optional extra `mcp`")
+    url = f"surrealkv://{tmp_path}/kg"
+    with SurrealStore(url) as store:
+        Ingestor(store, embedder=minilm, extractor=spacy_extractor).ingest_texts([TEXTS["warsaw"]], ids=["warsaw"], titles=["Warsaw"])
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("SURREAL_KGRAG_")}
+    environment["PYTHONPATH"] = str(ROOT)
+    server = mcp.StdioServerParameters(command=sys.executable, args=["-m", "surreal_kgrag.mcp_server", "--db", url], env=environment)
+    async with mcp.Client(server) as client:
+        assert len((await client.list_tools()).tools) == len(TOOLS)
+        result = await client.call_tool("get_document", {"document_id": "warsaw"})
+        assert not result.is_error
+        document = json.loads(result.content[0].text)
+        assert document["title"] == "Warsaw" and " ".join(c["content"] for c in document["chunks"]) == TEXTS["warsaw"]
+
+
+# -- the example -------------------------------------------------------------------------------------
+
+
+def _run_example(tmp_path, **env):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    environment.update(PYTHONPATH=str(ROOT), **env)
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "tool_calling.py")],
+        cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+def test_tool_calling_example_runs_offline_with_a_labelled_stand_in(tmp_path):
+    out = _run_example(tmp_path)
+    assert "OPENAI_API_KEY is not set" in out and "[scripted stand-in, not a model]" in out
+    assert "ingested 6 documents" in out
+    for name in ("search_chunks", "search_concepts", "documents_for_concept", "related_concepts", "get_document"):
+        assert f"-> {name}(" in out
+    # the misspelt concept comes back as a readable error and the next call uses its suggestion
+    assert '"type": "not_found"' in out and '-> related_concepts({"concept": "marie curie", "limit": 5})' in out
+    answer = out.split("answer: ", 1)[1]
+    assert "(scripted, not generated)" in answer and "born in Warsaw" in answer and "Pierre Curie" in answer
+
+
+class _ChatServer:
+    """An OpenAI-compatible chat endpoint on 127.0.0.1 that asks for one tool call, then answers
+    with the tool result it was sent; it records every request body."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append(body)
+                tool_messages = [m for m in body["messages"] if m["role"] == "tool"]
+                if tool_messages:
+                    concept = json.loads(tool_messages[-1]["content"])["concepts"][0]["display"]
+                    message = {"role": "assistant", "content": f"The top concept is {concept}."}
+                else:
+                    call = {"name": "search_concepts", "arguments": json.dumps({"query": "radioactive element", "k": 2})}
+                    message = {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": call}]}
+                payload = json.dumps({
+                    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+                    "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if not tool_messages else "stop"}],
+                }).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+
+def test_tool_calling_example_drives_openai_chat_completions(tmp_path):
+    server = _ChatServer()
+    try:
+        out = _run_example(tmp_path, OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=server.base_url, OPENAI_MODEL="local-test")
+    finally:
+        server.httpd.shutdown()
+    assert "[OpenAI]" in out and "scripted" not in out
+    assert '-> search_concepts({"query": "radioactive element", "k": 2})' in out
+    first, second = server.requests
+    assert first["model"] == "local-test" and first["tools"] == [tool.schema() for tool in TOOLS]
+    tool_message = second["messages"][-1]
+    assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "call_1"
+    top = json.loads(tool_message["content"])["concepts"][0]["display"]
+    assert f"answer: The top concept is {top}." in out
