@@ -53,32 +53,29 @@ class _StoreURL:
         cls.url = kg_url
 
 
-class TestChunkModeStandard(_StoreURL, RetrieversIntegrationTests):
+class _RetrieverSuite(_StoreURL, RetrieversIntegrationTests):
+    mode: str
+    query: str
+
     @property
     def retriever_constructor(self):
         return SurrealKGRetriever
 
     @property
     def retriever_constructor_params(self):
-        return {"db_url": self.url, "mode": "chunk"}
+        return {"db_url": self.url, "mode": self.mode}
 
     @property
     def retriever_query_example(self):
-        return QUESTION
+        return self.query
 
 
-class TestConceptModeStandard(_StoreURL, RetrieversIntegrationTests):
-    @property
-    def retriever_constructor(self):
-        return SurrealKGRetriever
+class TestChunkModeStandard(_RetrieverSuite):
+    mode, query = "chunk", QUESTION
 
-    @property
-    def retriever_constructor_params(self):
-        return {"db_url": self.url, "mode": "concept"}
 
-    @property
-    def retriever_query_example(self):
-        return "Which prize did the Curies win?"
+class TestConceptModeStandard(_RetrieverSuite):
+    mode, query = "concept", "Which prize did the Curies win?"
 
 
 class _ToolSetup(_StoreURL):

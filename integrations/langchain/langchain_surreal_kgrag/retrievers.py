@@ -7,7 +7,6 @@ documents, as in the core), whose text is that document's best matching chunks.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,9 +15,9 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 
-from surreal_kgrag import IngestConfig, Ingestor, IngestSummary, RetrievedDocument, SurrealStore
+from surreal_kgrag import IngestConfig, IngestSummary, RetrievedDocument
+from surreal_kgrag.lazy import LazyRetriever
 from surreal_kgrag.retrieve import BaseRetriever as CoreRetriever
-from surreal_kgrag.retrieve import make_retriever
 
 CHUNK_SEPARATOR = "\n\n"
 
@@ -55,38 +54,35 @@ class SurrealKGRetriever(BaseRetriever):
     retriever_options: dict[str, Any] = Field(default_factory=dict, description="other core RetrieverConfig fields: candidates, ef, threshold")
     max_chunks_per_document: int = Field(3, ge=1, description="chunks of a document joined into page_content")
 
-    _core: CoreRetriever | None = PrivateAttr(None)
-    _owns_store: bool = PrivateAttr(False)
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _lazy: LazyRetriever = PrivateAttr()
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._lazy = LazyRetriever(
+            self.mode,
+            url=self.db_url,
+            namespace=self.namespace,
+            database=self.database,
+            username=self.username,
+            password=self.password.get_secret_value() if self.password else None,
+            embedder=self.embedder,
+            k=self.k,
+            filters=self.filters,
+            reranker=self.reranker,
+            options=self.retriever_options,
+        )
 
     @classmethod
     def from_retriever(cls, retriever: CoreRetriever, **kwargs: Any) -> SurrealKGRetriever:
         """Wrap a core retriever (its store, mode, embedder and ``k``); the caller keeps owning the store."""
         kwargs.setdefault("k", retriever.config.k)
         instance = cls(mode=retriever.mode, **kwargs)
-        instance._core = retriever
+        instance._lazy = LazyRetriever.wrap(retriever)
         return instance
 
     @property
     def core(self) -> CoreRetriever:
         """The core retriever, built (with its store) on first use."""
-        with self._lock:
-            if self._core is None:
-                store = SurrealStore(
-                    self.db_url,
-                    namespace=self.namespace,
-                    database=self.database,
-                    username=self.username,
-                    password=self.password.get_secret_value() if self.password else None,
-                )
-                options = dict(self.retriever_options)
-                # Passed only when set, so cores without filter or reranker support still work.
-                for name in ("filters", "reranker"):
-                    if getattr(self, name) is not None:
-                        options[name] = getattr(self, name)
-                self._core = make_retriever(self.mode, store, embedder=self.embedder, k=self.k, **options)
-                self._owns_store = True
-            return self._core
+        return self._lazy.retriever
 
     # -- retrieval -------------------------------------------------------------------------------
 
@@ -145,31 +141,16 @@ class SurrealKGRetriever(BaseRetriever):
         A document's key is its ``id`` when set (re-adding it updates it in place), otherwise a hash
         of its text. ``extractor`` picks the concept extractor (default: spaCy).
         """
-        return self._ingestor(extractor, config).ingest(list(documents))
+        return self._lazy.ingestor(extractor, config).ingest(list(documents))
 
     async def aadd_documents(
         self, documents: Iterable[Document], *, extractor: Any = None, config: IngestConfig | None = None
     ) -> IngestSummary:
-        return await self._ingestor(extractor, config).aingest(list(documents))
-
-    def _ingestor(self, extractor: Any, config: IngestConfig | None) -> Ingestor:
-        core = self.core
-        return Ingestor(core.store, embedder=core.embedder, extractor=extractor, config=config)
+        return await self._lazy.ingestor(extractor, config).aingest(list(documents))
 
     def close(self) -> None:
         """Close the store if this retriever opened it (not one given through ``from_retriever``)."""
-        core = self._release()
-        if core is not None:
-            core.store.close()
+        self._lazy.close()
 
     async def aclose(self) -> None:
-        core = self._release()
-        if core is not None:
-            await core.store.aclose()
-
-    def _release(self) -> CoreRetriever | None:
-        with self._lock:
-            if not self._owns_store:
-                return None
-            core, self._core, self._owns_store = self._core, None, False
-            return core
+        await self._lazy.aclose()
