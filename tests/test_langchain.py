@@ -17,7 +17,7 @@ from langchain_tests.unit_tests import ToolsUnitTests
 
 from langchain_surreal_kgrag import SurrealKGRetriever, create_kg_search_tool
 from surreal_kgrag import Ingestor, StoreConnectionError, SurrealStore
-from surreal_kgrag.retrieve import make_retriever
+from surreal_kgrag.retrieve import RETRIEVERS, make_retriever
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
 QUESTION = "Where was Marie Curie born?"
@@ -76,6 +76,20 @@ class TestChunkModeStandard(_RetrieverSuite):
 
 class TestConceptModeStandard(_RetrieverSuite):
     mode, query = "concept", "Which prize did the Curies win?"
+
+
+def _needs_mode(mode: str) -> pytest.MarkDecorator:
+    return pytest.mark.skipif(mode not in RETRIEVERS, reason=f"this core has no {mode!r} retriever yet")
+
+
+@_needs_mode("hybrid")
+class TestHybridModeStandard(_RetrieverSuite):
+    mode, query = "hybrid", QUESTION
+
+
+@_needs_mode("graph")
+class TestGraphModeStandard(_RetrieverSuite):
+    mode, query = "graph", "Which prize did Marie Curie's husband share?"
 
 
 class _ToolSetup(_StoreURL):

@@ -19,7 +19,7 @@ from surrealdb import RecordID
 from llama_index.retrievers.surreal_kgrag import SurrealKGRerankPostprocessor, SurrealKGRetriever
 from surreal_kgrag import IngestConfig, Ingestor, RetrievedDocument, StoreConnectionError, SurrealStore
 from surreal_kgrag.chunking import SentenceChunker
-from surreal_kgrag.retrieve import make_retriever
+from surreal_kgrag.retrieve import RETRIEVERS, make_retriever
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
 QUESTION = "Where was Marie Curie born?"
@@ -132,11 +132,21 @@ async def test_query_engine_async(retriever):
     assert "marie-curie" in response.source_nodes[0].node.ref_doc_id
 
 
-def test_concept_mode_in_a_query_engine(store, minilm):
+@pytest.mark.parametrize("mode", sorted(RETRIEVERS))
+def test_every_core_mode_in_a_query_engine(store, minilm, mode):
+    retriever = SurrealKGRetriever.from_retriever(make_retriever(mode, store, embedder=minilm, k=2))
+    response = RetrieverQueryEngine.from_args(retriever, llm=MockLLM()).query("Who discovered polonium?")
+    nodes = response.source_nodes
+    assert 1 <= len({n.node.ref_doc_id for n in nodes}) <= 2
+    assert any("polonium" in n.node.ref_doc_id for n in nodes)
+    assert all(n.score is not None and n.node.metadata["mode"] == mode for n in nodes)
+
+
+def test_concept_mode_reports_the_concepts_behind_a_chunk(store, minilm):
     retriever = SurrealKGRetriever.from_retriever(make_retriever("concept", store, embedder=minilm, k=2))
-    response = RetrieverQueryEngine.from_args(retriever, llm=MockLLM()).query("polonium")
-    assert "polonium" in response.source_nodes[0].node.ref_doc_id
-    assert any("polonium" in c.lower() for c in response.source_nodes[0].node.metadata["concepts"])
+    [first, *_] = retriever.retrieve("polonium")
+    assert "polonium" in first.node.ref_doc_id
+    assert any("polonium" in c.lower() for c in first.node.metadata["concepts"])
 
 
 def test_retriever_tool(retriever):
