@@ -16,7 +16,7 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests, ToolsI
 from langchain_tests.unit_tests import ToolsUnitTests
 
 from langchain_surreal_kgrag import SurrealKGRetriever, create_kg_search_tool
-from surreal_kgrag import Ingestor, StoreConnectionError, SurrealStore
+from surreal_kgrag import ConfigurationError, Ingestor, StoreConnectionError, SurrealStore
 from surreal_kgrag.retrieve import RETRIEVERS, make_retriever
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
@@ -132,6 +132,8 @@ def test_k_per_call_and_async_match_sync(retriever):
     sync = retriever.invoke(QUESTION, k=2)
     assert len(sync) == 2
     assert [d.id for d in retriever.invoke(QUESTION, k=5)][:2] == [d.id for d in sync]
+    with pytest.raises(ConfigurationError, match="k must be an integer between 1 and 1000"):
+        retriever.invoke(QUESTION, k=0)
 
 
 async def test_async_returns_the_same_documents(retriever):

@@ -18,6 +18,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 from surreal_kgrag import IngestConfig, IngestSummary, RetrievedDocument
 from surreal_kgrag.lazy import LazyRetriever
 from surreal_kgrag.retrieve import BaseRetriever as CoreRetriever
+from surreal_kgrag.store import checked_int
 
 CHUNK_SEPARATOR = "\n\n"
 
@@ -109,7 +110,7 @@ class SurrealKGRetriever(BaseRetriever):
         return [self._to_document(doc, result.mode) for doc in result.documents]
 
     def _search_args(self, k: int | None, filters: Any) -> dict[str, Any]:
-        args: dict[str, Any] = {"k": self.k if k is None else k}
+        args: dict[str, Any] = {"k": self.k if k is None else checked_int("k", k, maximum=1000)}
         if filters is not None:
             args["filters"] = filters
         return args
