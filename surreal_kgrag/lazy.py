@@ -1,0 +1,83 @@
+"""A retriever described by settings and built on first use.
+
+The framework integrations (LangChain, LlamaIndex) hold one of these, so constructing them never
+touches the database, and they share how a store is opened, ingested into and closed.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .ingest import IngestConfig, Ingestor
+from .retrieve import BaseRetriever, make_retriever
+from .store import SurrealStore
+
+
+class LazyRetriever:
+    """``make_retriever(mode, SurrealStore(url, ...), ...)``, run on the first access to ``.retriever``.
+
+    ``filters`` and ``reranker`` are passed to ``make_retriever`` only when set. A store this object
+    opened is closed by ``close()``; one given through :meth:`wrap` belongs to the caller.
+    """
+
+    def __init__(
+        self,
+        mode: str,
+        *,
+        url: str | None = None,
+        namespace: str | None = None,
+        database: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        embedder: Any = None,
+        k: int = 5,
+        filters: Any = None,
+        reranker: Any = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        self.mode = mode
+        self._store_args: dict[str, Any] = {"namespace": namespace, "database": database, "username": username, "password": password}
+        self.url = url
+        self._retriever_args: dict[str, Any] = {"embedder": embedder, "k": k, **(options or {})}
+        self._retriever_args.update({name: value for name, value in (("filters", filters), ("reranker", reranker)) if value is not None})
+        self._retriever: BaseRetriever | None = None
+        self._owns_store = False
+        self._lock = threading.Lock()
+
+    @classmethod
+    def wrap(cls, retriever: BaseRetriever) -> LazyRetriever:
+        lazy = cls(retriever.mode, k=retriever.config.k)
+        lazy._retriever = retriever
+        return lazy
+
+    @property
+    def retriever(self) -> BaseRetriever:
+        with self._lock:
+            if self._retriever is None:
+                store = SurrealStore(self.url, **self._store_args)
+                self._retriever = make_retriever(self.mode, store, **self._retriever_args)
+                self._owns_store = True
+            return self._retriever
+
+    def ingestor(self, extractor: Any = None, config: IngestConfig | None = None) -> Ingestor:
+        """An ``Ingestor`` on the retriever's store with the retriever's embedder."""
+        retriever = self.retriever
+        return Ingestor(retriever.store, embedder=retriever.embedder, extractor=extractor, config=config)
+
+    def close(self) -> None:
+        retriever = self._release()
+        if retriever is not None:
+            retriever.store.close()
+
+    async def aclose(self) -> None:
+        retriever = self._release()
+        if retriever is not None:
+            await retriever.store.aclose()
+
+    def _release(self) -> BaseRetriever | None:
+        with self._lock:
+            if not self._owns_store:
+                return None
+            retriever, self._retriever, self._owns_store = self._retriever, None, False
+            return retriever

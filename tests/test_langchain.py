@@ -1,0 +1,208 @@
+"""The LangChain integration on the real embedded SurrealDB with the real spaCy and MiniLM models:
+the langchain-tests standard suites (retriever and tool, no overrides) and the behaviour they do not cover."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("langchain_surreal_kgrag", reason="install integrations/langchain (scripts/setup.sh does)")
+
+from langchain_core.documents import Document
+from langchain_core.messages import ToolCall
+from langchain_core.tools import create_retriever_tool
+from langchain_tests.integration_tests import RetrieversIntegrationTests, ToolsIntegrationTests
+from langchain_tests.unit_tests import ToolsUnitTests
+
+from langchain_surreal_kgrag import SurrealKGRetriever, create_kg_search_tool
+from surreal_kgrag import ConfigurationError, Ingestor, StoreConnectionError, SurrealStore
+from surreal_kgrag.retrieve import RETRIEVERS, make_retriever
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
+QUESTION = "Where was Marie Curie born?"
+
+
+@pytest.fixture(scope="module")
+def kg_url(tmp_path_factory, minilm, spacy_extractor):
+    """An embedded file store of examples/data (six documents). A file store, not mem://, because the
+    standard suite builds several retrievers from the same URL and they must see the same data."""
+    url = f"surrealkv://{tmp_path_factory.mktemp('langchain') / 'kg'}"
+    with SurrealStore(url) as store:
+        summary = Ingestor(store, embedder=minilm, extractor=spacy_extractor).ingest(EXAMPLES)
+    assert summary.added == 6
+    return url
+
+
+@pytest.fixture
+def retriever(kg_url):
+    retriever = SurrealKGRetriever(db_url=kg_url, mode="chunk", k=4)
+    yield retriever
+    retriever.close()
+
+
+# -- langchain-tests standard suites -------------------------------------------------------------
+
+
+class _StoreURL:
+    url: str
+
+    @pytest.fixture(autouse=True, scope="class")
+    @classmethod
+    def _url(cls, kg_url):
+        cls.url = kg_url
+
+
+class _RetrieverSuite(_StoreURL, RetrieversIntegrationTests):
+    mode: str
+    query: str
+
+    @property
+    def retriever_constructor(self):
+        return SurrealKGRetriever
+
+    @property
+    def retriever_constructor_params(self):
+        return {"db_url": self.url, "mode": self.mode}
+
+    @property
+    def retriever_query_example(self):
+        return self.query
+
+
+class TestChunkModeStandard(_RetrieverSuite):
+    mode, query = "chunk", QUESTION
+
+
+class TestConceptModeStandard(_RetrieverSuite):
+    mode, query = "concept", "Which prize did the Curies win?"
+
+
+def _needs_mode(mode: str) -> pytest.MarkDecorator:
+    return pytest.mark.skipif(mode not in RETRIEVERS, reason=f"this core has no {mode!r} retriever yet")
+
+
+@_needs_mode("hybrid")
+class TestHybridModeStandard(_RetrieverSuite):
+    mode, query = "hybrid", QUESTION
+
+
+@_needs_mode("graph")
+class TestGraphModeStandard(_RetrieverSuite):
+    mode, query = "graph", "Which prize did Marie Curie's husband share?"
+
+
+class _ToolSetup(_StoreURL):
+    @property
+    def tool_constructor(self):
+        return create_kg_search_tool(SurrealKGRetriever(db_url=self.url, mode="chunk", k=2))
+
+    @property
+    def tool_invoke_params_example(self):
+        return {"query": QUESTION, "k": 2}
+
+
+class TestToolUnit(_ToolSetup, ToolsUnitTests):
+    pass
+
+
+class TestToolIntegration(_ToolSetup, ToolsIntegrationTests):
+    pass
+
+
+# -- behaviour -----------------------------------------------------------------------------------
+
+
+def test_documents_carry_id_metadata_and_best_chunks(retriever):
+    docs = retriever.invoke(QUESTION)
+    assert len(docs) == 4
+    top = docs[0]
+    assert top.metadata["title"] and "marie-curie" in top.metadata["source"]
+    assert top.id == top.metadata["document_id"]
+    assert "Warsaw" in top.page_content
+    scores = [d.metadata["score"] for d in docs]
+    assert scores == sorted(scores, reverse=True)
+    for doc in docs:
+        assert doc.metadata["mode"] == "chunk"
+        assert doc.metadata["chunk_ids"] and all(c.startswith(f"{doc.id}::") for c in doc.metadata["chunk_ids"])
+        assert isinstance(doc.metadata["concepts"], list)
+
+
+def test_k_per_call_and_async_match_sync(retriever):
+    sync = retriever.invoke(QUESTION, k=2)
+    assert len(sync) == 2
+    assert [d.id for d in retriever.invoke(QUESTION, k=5)][:2] == [d.id for d in sync]
+    with pytest.raises(ConfigurationError, match="k must be an integer between 1 and 1000"):
+        retriever.invoke(QUESTION, k=0)
+
+
+async def test_async_returns_the_same_documents(retriever):
+    sync = retriever.invoke(QUESTION, k=3)
+    async_docs = await retriever.ainvoke(QUESTION, k=3)
+    assert [(d.id, d.page_content) for d in async_docs] == [(d.id, d.page_content) for d in sync]
+
+
+def test_concept_mode_reports_matched_concepts(kg_url):
+    retriever = SurrealKGRetriever(db_url=kg_url, mode="concept", k=3)
+    docs = retriever.invoke("polonium")
+    assert any("polonium" in concept.lower() for concept in docs[0].metadata["concepts"])
+
+
+def test_constructor_does_not_connect_and_errors_surface_on_use():
+    retriever = SurrealKGRetriever(db_url="ws://127.0.0.1:9", mode="chunk")  # nothing listens there
+    with pytest.raises(StoreConnectionError, match="127.0.0.1:9"):
+        retriever.invoke(QUESTION)
+
+
+def test_unknown_mode_is_reported_on_first_use(kg_url):
+    retriever = SurrealKGRetriever(db_url=kg_url, mode="telepathy")
+    with pytest.raises(ValueError, match="unknown mode 'telepathy'"):
+        retriever.invoke(QUESTION)
+
+
+def test_from_retriever_and_add_documents_on_a_mem_store(minilm, spacy_extractor):
+    with SurrealStore("mem://") as store:
+        retriever = SurrealKGRetriever.from_retriever(make_retriever("chunk", store, embedder=minilm, k=2))
+        assert retriever.k == 2 and retriever.mode == "chunk"
+        docs = [
+            Document(id="tea", page_content="Green tea is grown in the hills of Shizuoka in Japan.", metadata={"lang": "en"}),
+            Document(id="bikes", page_content="A bicycle chain transfers power from the pedals to the wheel."),
+            Document(id="rivers", page_content="The Danube flows through Vienna, Budapest and Belgrade."),
+        ]
+        summary = retriever.add_documents(docs, extractor=spacy_extractor)
+        assert (summary.added, summary.failed) == (3, 0)
+        assert retriever.add_documents(docs, extractor=spacy_extractor).skipped == 3
+
+        found = retriever.invoke("Which river passes through Budapest?")
+        assert [d.id for d in found][0] == "rivers"
+        assert len(found) == 2
+        tea = retriever.invoke("tea plantations in Japan", k=1)[0]
+        assert tea.metadata["lang"] == "en" and tea.metadata["document_id"] == "tea"
+        retriever.close()  # does not close a store it was given
+        assert retriever.invoke("tea", k=1)[0].id == "tea"
+
+
+async def test_aadd_documents(minilm, spacy_extractor):
+    async with SurrealStore("mem://") as store:
+        retriever = SurrealKGRetriever.from_retriever(make_retriever("chunk", store, embedder=minilm))
+        summary = await retriever.aadd_documents(
+            [Document(id="a", page_content="Owls hunt at night."), Document(id="b", page_content="Bees make honey.")],
+            extractor=spacy_extractor,
+        )
+        assert summary.added == 2
+        assert (await retriever.ainvoke("honey", k=1))[0].id == "b"
+
+
+def test_tool_returns_numbered_passages_and_documents(kg_url):
+    tool = create_kg_search_tool(SurrealKGRetriever(db_url=kg_url, mode="chunk", k=4))
+    message = tool.invoke(ToolCall(name=tool.name, args={"query": QUESTION, "k": 2}, id="1", type="tool_call"))
+    assert len(message.artifact) == 2
+    assert message.content.startswith("[1] ") and "\n\n[2] " in message.content
+    assert message.artifact[0].metadata["title"] in message.content
+    assert tool.args_schema.model_json_schema()["properties"]["k"]["anyOf"][0]["maximum"] == 20
+
+
+def test_langchain_core_retriever_tool_works_with_it(retriever):
+    tool = create_retriever_tool(retriever, "kg", "knowledge graph", response_format="content_and_artifact")
+    message = tool.invoke(ToolCall(name="kg", args={"query": QUESTION}, id="1", type="tool_call"))
+    assert len(message.artifact) == 4 and "Warsaw" in message.content
