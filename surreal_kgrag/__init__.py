@@ -27,10 +27,17 @@ from .retrieve import (
     ChunkRetriever,
     ConceptMatch,
     ConceptRetriever,
+    GraphConfig,
+    GraphRetriever,
+    HybridConfig,
+    HybridRetriever,
+    ProvenancePath,
     RetrievalResult,
     RetrievedDocument,
     RetrieverConfig,
+    make_retriever,
 )
+from .filters import FilterError, compile_filter
 from .schema import IndexSettings, ensure_schema
 from .stats import get_stats
 from .store import StoreConfig, SurrealStore
@@ -39,6 +46,14 @@ from .tools import ToolDispatcher, ToolError
 __version__ = "0.1.0"
 
 __all__ = [
+    "FilterError",
+    "GraphConfig",
+    "GraphRetriever",
+    "HybridConfig",
+    "HybridRetriever",
+    "ProvenancePath",
+    "compile_filter",
+    "make_retriever",
     "ChunkHit",
     "ChunkRetriever",
     "ConceptMatch",
