@@ -263,3 +263,42 @@ def test_cli_eval_prints_recall_and_chart(tmp_path, capsys):
     queries.write_text('{"question": "no gold"}\n', encoding="utf-8")
     assert cli_main(argv) == 1
     assert "gold_ids" in capsys.readouterr().err
+
+
+def test_weighted_fusion_fills_k_and_orders(retrievers):
+    result = retrievers("hybrid", fusion="weighted").search(QUESTION, k=4)
+    assert len(result.documents) == 4
+    scores = [d.score for d in result.documents]
+    assert scores == sorted(scores, reverse=True) and scores[0] <= 3.0 + 1e-9  # three channels, each at most 1
+
+
+def test_hybrid_without_fulltext_has_no_text_paths(retrievers):
+    result = retrievers("hybrid", fulltext=False).search(QUESTION, k=4)
+    assert len(result.documents) == 4
+    assert "text" not in {p.channel for d in result.documents for p in d.provenance}
+
+
+@pytest.mark.parametrize("mode", ["chunk", "hybrid"])
+async def test_reranker_sees_the_pool_and_k_is_cut(store, minilm, retrievers, mode):
+    from surreal_kgrag import MMRReranker
+
+    class Recording(MMRReranker):
+        seen: list[int] = []
+
+        def rerank(self, query, documents, **kw):
+            self.seen.append(len(documents))
+            return super().rerank(query, documents, **kw)
+
+        async def arerank(self, query, documents, **kw):
+            self.seen.append(len(documents))
+            return await super().arerank(query, documents, **kw)
+
+    reranker = Recording(store, embedder=minilm, lambda_mult=0.3)
+    retriever = retrievers(mode, reranker=reranker, rerank_pool=8)
+    plain = retrievers(mode).search(QUESTION, k=3)
+    result = retriever.search(QUESTION, k=3)
+    assert len(result.documents) == 3 and reranker.seen == [8]
+    assert {d.id for d in result.documents} <= {d.id for d in retrievers(mode).search(QUESTION, k=8).documents}
+    assert [d.id for d in result.documents] != [d.id for d in plain.documents] or result.rerank_ms > 0
+    other = await retriever.asearch(QUESTION, k=3)
+    assert [d.id for d in other.documents] == [d.id for d in result.documents]
