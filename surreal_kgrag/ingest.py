@@ -49,6 +49,10 @@ class IngestConfig(BaseModel):
         description="rebuild the HNSW indexes after a run that inserted at least this many vectors (0: never)",
     )
     index: IndexSettings = Field(default_factory=IndexSettings)
+    title_in_context: bool = Field(
+        True,
+        description="embed and full-text index each chunk under its document title (a passage often names its subject only there)",
+    )
     show_progress: bool | None = Field(None, description="progress bar; None shows it when stderr is a terminal")
 
 
@@ -101,6 +105,11 @@ class Ingestor:
         self._metadata_extractor = MetadataConceptExtractor(self.config.metadata_concepts)
         self._known_concepts: set[str] = set()
         self._schema_ready = False
+
+    def _in_context(self, doc: SourceDocument, text: str) -> str:
+        if self.config.title_in_context and doc.title and doc.title.strip():
+            return f"{doc.title.strip()}\n{text}"
+        return text
 
     # -- public API ------------------------------------------------------------------------------
 
@@ -226,7 +235,9 @@ class Ingestor:
         timings["extract"] += time.perf_counter() - t
 
         t = time.perf_counter()
-        vectors = iter(_as_lists(self.embedder.embed_documents(texts)))
+        in_context = [self._in_context(doc, c.content) for doc, chunks in pieces for c in chunks]
+        vectors = iter(_as_lists(self.embedder.embed_documents(in_context)))
+        contexts = iter(in_context)
         timings["embed"] += time.perf_counter() - t
 
         prepared: list[_Prepared] = []
@@ -256,6 +267,7 @@ class Ingestor:
                         "doc": doc_id,
                         "index": chunk.index,
                         "content": chunk.content,
+                        "search_text": next(contexts),
                         "char_start": chunk.start,
                         "char_end": chunk.end,
                         "access": list(doc.access),

@@ -113,7 +113,7 @@ class RetrieverConfig(BaseModel):
 
 class HybridConfig(RetrieverConfig):
     fusion: Literal["rrf", "weighted"] = "rrf"
-    rrf_k: int = Field(10, ge=1, description="rank constant of reciprocal rank fusion (small: trust the top ranks)")
+    rrf_k: int = Field(5, ge=1, description="rank constant of reciprocal rank fusion (small: trust the top ranks)")
     weights: dict[Channel, float] = Field(default_factory=lambda: {"vector": 1.0, "text": 1.0, "concept": 1.0, "graph": 0.2})
     fulltext: bool = Field(True, description="use the BM25 channel (the slowest of the three)")
     chunks_per_document: int = Field(3, ge=1, description="chunks kept per fused document")

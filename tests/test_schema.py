@@ -35,7 +35,7 @@ def test_schema_declares_the_documented_indexes():
         tables = _definitions(store)["tables"]
         chunk_indexes = tables["chunk"]["indexes"]
         assert re.search(r"HNSW DIMENSION 8 DIST COSINE TYPE F32 EFC 64 M 8", chunk_indexes["chunk_embedding"])
-        assert "FULLTEXT ANALYZER kg_english BM25(1.2,0.75)" in chunk_indexes["chunk_content"]
+        assert "FULLTEXT ANALYZER kg_english BM25(1.2,0.75)" in chunk_indexes["chunk_search_text"]
         assert "HNSW DIMENSION 8" in tables["concept"]["indexes"]["concept_embedding"]
         assert "FIELDS in, out UNIQUE" in tables["MENTIONS_CONCEPT"]["indexes"]["mentions_pair"]
         assert "TYPE RELATION IN chunk OUT concept" in _definitions(store)["db"]["tables"]["MENTIONS_CONCEPT"]
