@@ -46,7 +46,7 @@ def test_relation_pair_is_unique_and_embedding_dimension_enforced():
         ensure_schema(store, dimension=2, embedder="e")
         doc = {"id": RecordID("document", "d"), "source": "s", "title": None, "content_type": "text/plain",
                "content_hash": "h", "metadata": {}, "access": [], "chunk_count": 1}
-        chunk = {"id": RecordID("chunk", "d::h::00000"), "doc": RecordID("document", "d"), "index": 0, "content": "c",
+        chunk = {"id": RecordID("chunk", "d::h::00000"), "doc": RecordID("document", "d"), "index": 0, "content": "c", "search_text": "c",
                  "char_start": 0, "char_end": 1, "access": [], "embedding": [1.0, 0.0]}
         concept = {"id": RecordID("concept", "c"), "name": "c", "display": "C", "kind": "X", "aliases": [],
                    "embedding": [0.0, 1.0]}
