@@ -226,7 +226,7 @@ class Ingestor:
         timings["extract"] += time.perf_counter() - t
 
         t = time.perf_counter()
-        vectors = iter(_as_lists(self.embedder.embed_documents(texts)))
+        vectors = iter(_as_rows(self.embedder.embed_documents(texts)))
         timings["embed"] += time.perf_counter() - t
 
         prepared: list[_Prepared] = []
@@ -264,7 +264,9 @@ class Ingestor:
                 )
                 for mention in _merge(next(mentions), doc_concepts):
                     item.concepts.setdefault(mention.name, mention)
-                    item.edges.append({"in": chunk_id, "out": concept_id(mention.name), "count": mention.count})
+                    item.edges.append(
+                        {"in": chunk_id, "out": concept_id(mention.name), "doc": doc_id, "count": mention.count}
+                    )
             prepared.append(item)
 
         t = time.perf_counter()
@@ -287,7 +289,7 @@ class Ingestor:
         if not wanted:
             return {}
         names = list(wanted)
-        vectors = _as_lists(self.embedder.embed_documents([wanted[n].display for n in names]))
+        vectors = _as_rows(self.embedder.embed_documents([wanted[n].display for n in names]))
         records = {}
         for name, vector in zip(names, vectors):
             mention = wanted[name]
@@ -326,7 +328,11 @@ class Ingestor:
     def _write(self, group: list[_Prepared], new_concepts: dict[str, dict[str, Any]]) -> int:
         """One transaction; returns how many concepts it created."""
         concept_names = sorted({name for item in group for name in item.concepts})
-        created = [new_concepts[n] for n in concept_names if n in new_concepts and n not in self._known_concepts]
+        created = [
+            {**new_concepts[n], "df": sum(n in item.concepts for item in group)}
+            for n in concept_names
+            if n in new_concepts and n not in self._known_concepts
+        ]
         self.store.query(
             "write_documents",
             {
@@ -366,8 +372,9 @@ def _merge(chunk_mentions: list[ConceptMention], doc_mentions: list[ConceptMenti
     return list(merged.values())
 
 
-def _as_lists(vectors: np.ndarray) -> list[list[float]]:
-    return np.asarray(vectors, dtype=np.float32).tolist()
+def _as_rows(vectors: np.ndarray) -> list[np.ndarray]:
+    """One float32 array per vector: the store packs these in bulk, much faster than lists of floats."""
+    return list(np.asarray(vectors, dtype=np.float32))
 
 
 def _timed(items: Iterable[Any], timings: dict[str, float]) -> Iterator[Any]:
