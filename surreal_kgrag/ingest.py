@@ -236,7 +236,7 @@ class Ingestor:
 
         t = time.perf_counter()
         in_context = [self._in_context(doc, c.content) for doc, chunks in pieces for c in chunks]
-        vectors = iter(_as_lists(self.embedder.embed_documents(in_context)))
+        vectors = iter(_as_rows(self.embedder.embed_documents(in_context)))
         contexts = iter(in_context)
         timings["embed"] += time.perf_counter() - t
 
@@ -276,7 +276,9 @@ class Ingestor:
                 )
                 for mention in _merge(next(mentions), doc_concepts):
                     item.concepts.setdefault(mention.name, mention)
-                    item.edges.append({"in": chunk_id, "out": concept_id(mention.name), "count": mention.count})
+                    item.edges.append(
+                        {"in": chunk_id, "out": concept_id(mention.name), "doc": doc_id, "count": mention.count}
+                    )
             prepared.append(item)
 
         t = time.perf_counter()
@@ -299,7 +301,7 @@ class Ingestor:
         if not wanted:
             return {}
         names = list(wanted)
-        vectors = _as_lists(self.embedder.embed_documents([wanted[n].display for n in names]))
+        vectors = _as_rows(self.embedder.embed_documents([wanted[n].display for n in names]))
         records = {}
         for name, vector in zip(names, vectors):
             mention = wanted[name]
@@ -338,7 +340,11 @@ class Ingestor:
     def _write(self, group: list[_Prepared], new_concepts: dict[str, dict[str, Any]]) -> int:
         """One transaction; returns how many concepts it created."""
         concept_names = sorted({name for item in group for name in item.concepts})
-        created = [new_concepts[n] for n in concept_names if n in new_concepts and n not in self._known_concepts]
+        created = [
+            {**new_concepts[n], "df": sum(n in item.concepts for item in group)}
+            for n in concept_names
+            if n in new_concepts and n not in self._known_concepts
+        ]
         self.store.query(
             "write_documents",
             {
@@ -378,8 +384,9 @@ def _merge(chunk_mentions: list[ConceptMention], doc_mentions: list[ConceptMenti
     return list(merged.values())
 
 
-def _as_lists(vectors: np.ndarray) -> list[list[float]]:
-    return np.asarray(vectors, dtype=np.float32).tolist()
+def _as_rows(vectors: np.ndarray) -> list[np.ndarray]:
+    """One float32 array per vector: the store packs these in bulk, much faster than lists of floats."""
+    return list(np.asarray(vectors, dtype=np.float32))
 
 
 def _timed(items: Iterable[Any], timings: dict[str, float]) -> Iterator[Any]:

@@ -22,8 +22,10 @@ from urllib.parse import urlparse
 
 import surrealdb
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from surrealdb.connections.utils_mixin import mapped_engine_errors
+from surrealdb.data.cbor import decode as decode_cbor
 
-from . import surql
+from . import surql, wire
 from .errors import ConfigurationError, QueryExecutionError, StoreConnectionError, StoreLockedError
 from .filters import CompiledFilter
 
@@ -366,8 +368,13 @@ class _EmbeddedConnection(_Connection):
         return run_sync(self.arun(name, text, params))
 
     async def arun(self, name: str, text: str, params: dict[str, Any]) -> list[Any]:
+        engine = getattr(self.db, "_db", None)  # the SDK's engine handle, to send our own encoding
         try:
-            response = await self.db.query_raw(text, params)
+            if engine is None:
+                response = await self.db.query_raw(text, wire.plain(params))
+            else:
+                with mapped_engine_errors("query"):
+                    response = decode_cbor(await engine.execute(wire.encode_query(text, params)))
         except surrealdb.SurrealError as error:
             raise _query_error(name, error) from error
         return _results(name, response)
@@ -425,7 +432,7 @@ class _RemoteConnection(_Connection):
     def run(self, name: str, text: str, params: dict[str, Any]) -> list[Any]:
         db = self._blocking()
         try:
-            response = db.query_raw(text, params)
+            response = db.query_raw(text, wire.plain(params))
         except surrealdb.SurrealError as error:
             raise _query_error(name, error) from error
         return _results(name, response)
@@ -433,7 +440,7 @@ class _RemoteConnection(_Connection):
     async def arun(self, name: str, text: str, params: dict[str, Any]) -> list[Any]:
         db = await self._native()
         try:
-            response = await db.query_raw(text, params)
+            response = await db.query_raw(text, wire.plain(params))
         except surrealdb.SurrealError as error:
             raise _query_error(name, error) from error
         return _results(name, response)

@@ -262,3 +262,24 @@ def test_cli_ingest_stats_and_reingest(tmp_path, capsys):
     assert cli_main(["query", "Where was Marie Curie born?", "--db", db, "-k", "2", "--json"]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert len(answer["documents"]) == 2
+
+
+def test_document_frequencies_match_the_edges_after_grouped_writes_and_updates(store, minilm, spacy_extractor):
+    # Small groups: concepts are created in one group and mentioned again from later ones.
+    config = IngestConfig(batch_size=4, group_size=2)
+    ingestor = Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=config)
+    texts = [f"Marie Curie visited Paris in {1890 + i}. Lisbon and Paris were on route {i}." for i in range(7)]
+    ingestor.ingest_texts(texts, ids=[f"t{i}" for i in range(7)])
+    ingestor.ingest_texts(["Lisbon only, this time."], ids=["t3"])  # an update drops mentions of paris
+    names = [row["name"] for row in store.query("concept_vectors")[-1]]
+    concepts = _concepts(store, *names)
+    assert concepts["paris"]["df"] == 6 and concepts["lisbon"]["df"] == 7
+    for row in concepts.values():
+        assert row["df"] == len(row["documents"]) > 0, row
+
+
+def test_vectors_are_stored_exactly_as_float32_values(ingestor, store, minilm):
+    ingestor.ingest_texts(["Grace Hopper worked on the Harvard Mark I."], ids=["hopper"])
+    rows = {row["name"]: row["embedding"] for row in store.query("concept_vectors")[-1]}
+    expected = np.asarray(minilm.embed_documents(["Grace Hopper"]), dtype=np.float32)[0]
+    assert rows["grace hopper"] == expected.tolist()  # packed as CBOR float32, read back bit for bit

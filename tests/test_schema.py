@@ -50,7 +50,7 @@ def test_relation_pair_is_unique_and_embedding_dimension_enforced():
                  "char_start": 0, "char_end": 1, "access": [], "embedding": [1.0, 0.0]}
         concept = {"id": RecordID("concept", "c"), "name": "c", "display": "C", "kind": "X", "aliases": [],
                    "embedding": [0.0, 1.0]}
-        edge = {"in": chunk["id"], "out": concept["id"], "count": 1}
+        edge = {"in": chunk["id"], "out": concept["id"], "doc": doc["id"], "count": 1}
         params = {"doc_ids": [doc["id"]], "documents": [doc], "concepts": [concept], "concept_ids": [concept["id"]],
                   "chunks": [chunk], "edges": [edge, dict(edge)]}
         with pytest.raises(QueryExecutionError, match="write_documents"):
