@@ -135,6 +135,11 @@ class _Request(BaseModel):
     embedding: list[float]
     concepts: list[str] = Field(default_factory=list)
 
+    @property
+    def vector(self) -> np.ndarray:
+        """The embedding as float32: the embedded engine's encoder packs it in one step."""
+        return np.asarray(self.embedding, dtype=np.float32)
+
 
 # A plan yields (query name, params, placeholders) and receives that query's results.
 Plan = Generator[tuple[str, dict[str, Any], dict[str, Any]], list[Any], list[RetrievedDocument]]
@@ -300,7 +305,7 @@ class BaseRetriever:
     def _grouped(self, request: _Request, query_file: str) -> Plan:
         """Run one of the two published query patterns and aggregate/group its per-document rows."""
         limit = request.fetch if self.config.aggregate == "max" and self.config.group_by == "document" else 10_000
-        params = {"embedding": request.embedding, "threshold": self.config.threshold, "limit": limit, **request.filter.params}
+        params = {"embedding": request.vector, "threshold": self.config.threshold, "limit": limit, **request.filter.params}
         results = yield query_file, params, self._knn_placeholders(request)
         documents = [_document(row, self.config.aggregate) for row in results[-1]]
         documents.sort(key=lambda d: -d.score)
@@ -386,7 +391,7 @@ class HybridRetriever(BaseRetriever):
         if self._chunk_total is None:
             self._chunk_total = int((yield "count_chunks", {}, {})[-1] or 1)
         params = {
-            "embedding": request.embedding,
+            "embedding": request.vector,
             "threshold": self.config.threshold,
             "text_query": content_words(request.query) if self.config.fulltext else "",
             "concept_ids": [RecordID("concept", name) for name in request.concepts],
@@ -472,7 +477,7 @@ class GraphRetriever(HybridRetriever):
         if seeds:
             params = {
                 "seeds": [RecordID("document", doc) for doc in seeds],
-                "embedding": request.embedding,
+                "embedding": request.vector,
                 "max_df": self.config.max_df,
                 **request.filter.params,
             }
