@@ -120,6 +120,7 @@ class HybridConfig(RetrieverConfig):
 
 
 class GraphConfig(HybridConfig):
+    fulltext: bool = Field(False, description="the graph hop stands in for the BM25 channel, the slowest of the three")
     seeds: int = Field(3, ge=1, le=50, description="best hybrid documents the expansion starts from")
     max_df: int = Field(5, ge=2, description="skip bridge concepts mentioned by more chunks than this")
     max_paths: int = Field(200, ge=1, le=10_000, description="paths scored per expansion")
