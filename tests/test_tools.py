@@ -188,14 +188,11 @@ def test_search_chunks_returns_the_core_retrievers_documents(tools, store, minil
     assert result.documents[0].metadata == {"topic": result.documents[0].id}
 
 
-def test_search_chunks_filters_reach_the_retriever_or_are_refused(tools):
-    # The core retrievers are gaining `filters`; until the chunk retriever takes them the tool must
-    # say so instead of silently ignoring the filter.
+def test_search_chunks_filters_reach_the_retriever(tools):
     answer = json.loads(tools.call("search_chunks", {"query": "physicist", "filters": {"metadata.topic": "nobel"}}))
-    if "error" in answer:
-        assert answer["error"]["type"] == "unsupported" and answer["error"]["details"] == {"argument": "filters"}
-    else:
-        assert [d["id"] for d in answer["documents"]] == ["nobel"]
+    assert [d["id"] for d in answer["documents"]] == ["nobel"]
+    hostile = json.loads(tools.call("search_chunks", {"query": "physicist", "filters": {"x; REMOVE TABLE chunk": 1}}))
+    assert "invalid filter field" in hostile["error"]["message"]
 
 
 def test_search_concepts_ranks_by_similarity_with_mention_counts(tools, oracle):
