@@ -113,7 +113,10 @@ def cmd_query(args: argparse.Namespace) -> int:
             lines += [f"   {path.describe()}" for path in doc.provenance]
     if not lines:
         lines.append("no results")
-    lines.append(f"({result.search_ms:.1f} ms in the database, {result.embed_ms + result.analyze_ms:.1f} ms reading the query)")
+    lines.append(
+        f"({result.search_ms:.1f} ms in the database, {result.embed_ms + result.analyze_ms:.0f} ms embedding and "
+        "analysing the question, the first load of the models included)"
+    )
     _emit(args, result, "\n".join(lines))
     return 0
 
