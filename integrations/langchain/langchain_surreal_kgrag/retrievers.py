@@ -126,10 +126,8 @@ class SurrealKGRetriever(BaseRetriever):
             "mode": mode,
             "concepts": [concept.name for concept in doc.concepts],
             "chunk_ids": [chunk.id for chunk in chunks],
+            "provenance": [path.model_dump() for path in doc.provenance],
         }
-        provenance = getattr(doc, "provenance", None)
-        if provenance:
-            metadata["provenance"] = [path.model_dump() if hasattr(path, "model_dump") else path for path in provenance]
         return Document(id=doc.id, page_content=CHUNK_SEPARATOR.join(c.content for c in chunks), metadata=metadata)
 
     # -- ingestion and lifecycle ------------------------------------------------------------------
