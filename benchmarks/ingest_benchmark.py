@@ -79,9 +79,9 @@ class RecordedModel:
         raise KeyError(f"{text[:40]!r} was not recorded; run without --db-only to record it")
 
 
-def query_vectors(embedder: Recording, extractor: Recording, count: int) -> np.ndarray:
-    """Query vectors: the recorded embeddings of the first chunks (no model needed to replay them)."""
-    return np.asarray([embedder.memory[text] for text in list(extractor.memory)[:count]], dtype=np.float32)
+def query_vectors(embedder: Recording, count: int) -> np.ndarray:
+    """Query vectors: the first recorded embeddings, those of the first chunks (no model needed to replay them)."""
+    return np.asarray(list(embedder.memory.values())[:count], dtype=np.float32)
 
 
 def knn_latency(store: SurrealStore, embedder: Any, vectors: np.ndarray) -> dict[str, float]:
@@ -131,7 +131,7 @@ def end_to_end(corpus: str, embedder: Recording, extractor: Recording, folder: s
             "share_database": round(database / summary.seconds, 3),
             "model_dominates": model > database,
         }
-        report["end_to_end"]["query_after_load"] = knn_latency(store, embedder, query_vectors(embedder, extractor, questions))
+        report["end_to_end"]["query_after_load"] = knn_latency(store, embedder, query_vectors(embedder, questions))
         t = time.perf_counter()
         again = Ingestor(store, embedder=embedder, extractor=extractor).ingest([corpus])
         report["reingest"] = {"seconds": round(time.perf_counter() - t, 2), "skipped": again.skipped, "added": again.added}
@@ -143,7 +143,7 @@ def database_writes(
 ) -> dict[str, Any]:
     """The default pipeline with the models replayed from memory: only the database is timed."""
     embedder.replay = extractor.replay = True
-    vectors = query_vectors(embedder, extractor, questions)
+    vectors = query_vectors(embedder, questions)
     report: dict[str, Any] = {}
     with SurrealStore(f"surrealkv://{folder}/writes") as store:
         summary = Ingestor(store, embedder=embedder, extractor=extractor, config=config).ingest([corpus])

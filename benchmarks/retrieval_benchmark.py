@@ -30,14 +30,7 @@ def fusion_timing(store: SurrealStore, retriever: HybridRetriever, questions: li
     client, server = [], []
     for question in questions:
         request = retriever._request(question, 10, None, None, {})
-        plan = retriever._channels(request)
-        results = None
-        try:
-            while True:
-                name, params, placeholders = plan.send(results)
-                results = store.query(name, params, **placeholders)
-        except StopIteration as done:
-            channels = done.value
+        channels = retriever._drive(retriever._channels(request))
         t = time.perf_counter()
         retriever._fuse(channels)
         client.append((time.perf_counter() - t) * 1000)

@@ -25,6 +25,7 @@ from .chunking import SentenceChunker
 from .embed import Embedder, resolve_embedder
 from .errors import LoaderError, QueryExecutionError
 from .extract import ConceptExtractor, MetadataConceptExtractor, resolve_extractor
+from .ids import chunk_record_id, concept_id, document_id
 from .loaders import from_text, iter_sources
 from .models import ConceptMention, IngestSummary, LoadFailure, SourceDocument
 from .schema import IndexSettings, aensure_schema, ensure_schema, read_meta
@@ -63,24 +64,9 @@ class _Prepared:
     doc: SourceDocument
     record: dict[str, Any]
     chunks: list[dict[str, Any]]
+    texts: list[dict[str, Any]]
     edges: list[dict[str, Any]]
     concepts: dict[str, ConceptMention] = field(default_factory=dict)
-
-
-def document_id(key: str) -> RecordID:
-    return RecordID("document", key)
-
-
-def chunk_record_id(key: str, content_hash: str, index: int) -> RecordID:
-    """``<document key>::<content hash>::<index>``, unique because neither of the last two parts
-    contains ``::``. Two SurrealDB 3.2 behaviours shape it: HNSW search silently skips records whose
-    id is an array, and a record deleted and created again inside one transaction is lost or
-    rejected, so a changed document gets new chunk ids instead of reusing the old ones."""
-    return RecordID("chunk", f"{key}::{content_hash[:12]}::{index:05d}")
-
-
-def concept_id(name: str) -> RecordID:
-    return RecordID("concept", name)
 
 
 class Ingestor:
@@ -257,6 +243,7 @@ class Ingestor:
                     "chunk_count": len(chunks),
                 },
                 chunks=[],
+                texts=[],
                 edges=[],
             )
             for chunk in chunks:
@@ -267,11 +254,19 @@ class Ingestor:
                         "doc": doc_id,
                         "index": chunk.index,
                         "content": chunk.content,
-                        "search_text": next(contexts),
                         "char_start": chunk.start,
                         "char_end": chunk.end,
                         "access": list(doc.access),
                         "embedding": next(vectors),
+                    }
+                )
+                item.texts.append(
+                    {
+                        "id": RecordID("chunk_text", chunk_id.id),
+                        "chunk": chunk_id,
+                        "doc": doc_id,
+                        "access": list(doc.access),
+                        "text": next(contexts),
                     }
                 )
                 for mention in _merge(next(mentions), doc_concepts):
@@ -353,6 +348,7 @@ class Ingestor:
                 "concepts": created,
                 "concept_ids": [concept_id(n) for n in concept_names],
                 "chunks": [c for item in group for c in item.chunks],
+                "texts": [t for item in group for t in item.texts],
                 "edges": [e for item in group for e in item.edges],
             },
         )

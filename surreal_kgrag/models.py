@@ -100,6 +100,7 @@ class StoreStats(BaseModel):
 
     documents: int
     chunks: int
+    searchable_chunks: int = Field(description="chunks in the full-text (BM25) index; equals chunks")
     concepts: int
     mentions: int
     shared_concepts: int = Field(description="concepts mentioned by more than one document")

@@ -19,7 +19,7 @@ import time
 from collections import OrderedDict, defaultdict
 from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,6 +27,7 @@ from surrealdb import RecordID
 
 from .embed import Embedder, resolve_embedder
 from .filters import CompiledFilter, access_filter, combine, compile_filter
+from .ids import chunk_document_key
 from .store import SurrealStore, checked_int
 
 Mode = Literal["chunk", "concept", "hybrid", "graph"]
@@ -142,8 +143,11 @@ class _Request(BaseModel):
         return np.asarray(self.embedding, dtype=np.float32)
 
 
-# A plan yields (query name, params, placeholders) and receives that query's results.
-Plan = Generator[tuple[str, dict[str, Any], dict[str, Any]], list[Any], list[RetrievedDocument]]
+# A plan yields a (query name, params, placeholders) step and receives its results, or a list of
+# steps, run concurrently, and receives a list of results.
+Step = tuple[str, dict[str, Any], dict[str, Any]]
+T = TypeVar("T")
+Plan = Generator[Step | list[Step], Any, list[RetrievedDocument]]
 
 
 @contextmanager
@@ -211,14 +215,8 @@ class BaseRetriever:
         """The ``k`` best documents for ``query`` (``filters`` replaces the configured default)."""
         timings: dict[str, float] = {}
         request = self._request(query, k, filters, embedding, timings)
-        plan, results = self._plan(request), None
         with _timed(timings, "search"):
-            try:
-                while True:
-                    name, params, placeholders = plan.send(results)  # type: ignore[arg-type]
-                    results = self.store.query(name, params, **placeholders)
-            except StopIteration as done:
-                documents = done.value
+            documents = self._drive(self._plan(request))
         with _timed(timings, "rerank"):
             if self.reranker is not None and documents:
                 documents = self.reranker.rerank(query, documents, k=request.k, query_embedding=request.embedding)
@@ -235,18 +233,39 @@ class BaseRetriever:
         """Async ``search``: the same plan, awaited on the store's async connection."""
         timings: dict[str, float] = {}
         request = await self._arequest(query, k, filters, embedding, timings)
-        plan, results = self._plan(request), None
         with _timed(timings, "search"):
-            try:
-                while True:
-                    name, params, placeholders = plan.send(results)  # type: ignore[arg-type]
-                    results = await self.store.aquery(name, params, **placeholders)
-            except StopIteration as done:
-                documents = done.value
+            documents = await self._adrive(self._plan(request))
         with _timed(timings, "rerank"):
             if self.reranker is not None and documents:
                 documents = await self.reranker.arerank(query, documents, k=request.k, query_embedding=request.embedding)
         return self._result(request, documents, timings)
+
+    def _drive(self, plan: Generator[Any, Any, T]) -> T:
+        """Run a query plan on the store: each step it yields is executed and its results sent back."""
+        results = None
+        try:
+            while True:
+                step = plan.send(results)
+                if isinstance(step, list):
+                    results = self.store.query_many(step)
+                else:
+                    name, params, placeholders = step
+                    results = self.store.query(name, params, **placeholders)
+        except StopIteration as done:
+            return done.value
+
+    async def _adrive(self, plan: Generator[Any, Any, T]) -> T:
+        results = None
+        try:
+            while True:
+                step = plan.send(results)
+                if isinstance(step, list):
+                    results = await self.store.aquery_many(step)
+                else:
+                    name, params, placeholders = step
+                    results = await self.store.aquery(name, params, **placeholders)
+        except StopIteration as done:
+            return done.value
 
     # -- request preparation ---------------------------------------------------------------------
 
@@ -394,15 +413,23 @@ class HybridRetriever(BaseRetriever):
         params = {
             "embedding": request.vector,
             "threshold": self.config.threshold,
-            "text_query": content_words(request.query) if self.config.fulltext else "",
             "concept_ids": [RecordID("concept", name) for name in request.concepts],
             "chunk_total": self._chunk_total,
+            "filtered": bool(request.filter.condition),
             **request.filter.params,
         }
-        out = (yield "search_hybrid", params, self._knn_placeholders(request))[-1]
+        placeholders = self._knn_placeholders(request)
+        steps: list[Step] = [("search_hybrid", params, placeholders)]
+        text_query = content_words(request.query) if self.config.fulltext else ""
+        if text_query:
+            text_params = {"text_query": text_query, **request.filter.params}
+            steps.append(("search_fulltext", text_params, {"candidates": placeholders["candidates"], "filter": request.filter}))
+        results = yield steps
+        out = results[0][-1]
+        text_rows = results[1][-1] if text_query else []
         channels: dict[str, list[_Hit]] = {
             "vector": [_Hit.of(row, "vector") for row in out["vector"]],
-            "text": [_Hit.of(row, "text") for row in out["text"]],
+            "text": [_Hit.of(row, "text") for row in text_rows],
             "concept": [_Hit.of(row, "concept") for row in out["concepts"]],
         }
         for hits in channels.values():
@@ -482,9 +509,8 @@ class GraphRetriever(HybridRetriever):
                 "max_df": self.config.max_df,
                 **request.filter.params,
             }
-            placeholders = {"max_paths": checked_int("max_paths", self.config.max_paths), "filter": request.filter}
-            rows = (yield "expand_graph", params, placeholders)[-1]
-            graph = [_Hit.of(row, "graph") for row in rows]
+            out = (yield "expand_graph", params, {"filter": request.filter})[-1]
+            graph = _graph_hits(out["paths"], out["chunks"], self.config.max_paths)
             # The seeds lead the graph channel, so the hop adds to them instead of outranking them.
             lead = [_Hit(doc=doc, chunk="", score=2.0, channel="graph") for doc in seeds]
             ranking = self._fuse({**channels, "graph": lead + graph})
@@ -509,9 +535,10 @@ class _Hit(BaseModel):
         ]
         if channel == "graph":
             concepts = [ConceptMatch(id=str(row["concept"].id), name=row["name"], score=float(row["score"]))]
+        chunk = str(row["chunk"].id)
         return cls(
-            doc=str(row["doc"].id),
-            chunk=str(row["chunk"].id),
+            doc=str(row["doc"].id) if "doc" in row else chunk_document_key(chunk),
+            chunk=chunk,
             score=float(row["score"]),
             channel=channel,
             concepts=concepts,
@@ -523,6 +550,14 @@ class _Hit(BaseModel):
         if not self.concepts:
             return [ProvenancePath(**base)]
         return [ProvenancePath(**base, concept=concept) for concept in self.concepts]
+
+
+def _graph_hits(paths: list[dict[str, Any]], chunks: list[dict[str, Any]], limit: int) -> list[_Hit]:
+    """The best ``limit`` paths, each scored by the chunk it reaches (chunks the filter dropped are absent)."""
+    reached = {str(row["chunk"].id): row for row in chunks}
+    rows = [{**path, **reached[key]} for path in paths if (key := str(path["chunk"].id)) in reached]
+    rows.sort(key=lambda row: -row["score"])
+    return [_Hit.of(row, "graph") for row in rows[:limit]]
 
 
 def _best_per_document(hits: list[_Hit]) -> list[tuple[str, float]]:

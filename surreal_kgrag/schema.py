@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from .errors import SchemaMismatchError
 from .store import SurrealStore, checked_int
 
-SCHEMA_VERSION = 1
+# 2: full-text search moved from `chunk.search_text` to the `chunk_text` table.
+SCHEMA_VERSION = 2
 
 
 class IndexSettings(BaseModel):
@@ -34,6 +35,13 @@ def _check_meta(store: SurrealStore, meta: dict[str, Any] | None, dimension: int
     """True when the store already records its settings; raises when they contradict ours."""
     if not meta:
         return False
+    version = meta.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise SchemaMismatchError(
+            f"{store.config.url} (namespace {store.config.namespace!r}, database {store.config.database!r}) "
+            f"was written by another version of surreal-kgrag (store schema {version}, this version reads "
+            f"schema {SCHEMA_VERSION}). Ingest your documents again into a new store or database."
+        )
     stored = meta.get("dimension")
     if stored != dimension:
         raise SchemaMismatchError(

@@ -12,7 +12,7 @@ def get_stats(store: SurrealStore) -> StoreStats:
     meta = read_meta(store) or {}
     if not meta:  # never initialised: report an empty store instead of failing on missing tables
         return StoreStats(
-            documents=0, chunks=0, concepts=0, mentions=0, shared_concepts=0,
+            documents=0, chunks=0, searchable_chunks=0, concepts=0, mentions=0, shared_concepts=0,
             embedding_dimension=None, embedder=None, server_version=store.server_version, indexes={},
         )
     counts, chunk_index, concept_index = store.query("stats")

@@ -15,7 +15,7 @@ import asyncio
 import os
 import re
 import threading
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
 from urllib.parse import urlparse
@@ -30,6 +30,8 @@ from .errors import ConfigurationError, QueryExecutionError, StoreConnectionErro
 from .filters import CompiledFilter
 
 T = TypeVar("T")
+# One query of a batch: the surql file name, its bound params, its {{placeholder}} values.
+QueryStep = tuple[str, Mapping[str, Any] | None, Mapping[str, Any]]
 
 DEFAULT_URL = "surrealkv://.surreal-kgrag"
 EMBEDDED_SCHEMES = frozenset({"mem", "memory", "surrealkv", "surrealkv+versioned", "file"})
@@ -209,6 +211,15 @@ class SurrealStore:
         text = await self.atext(name, **placeholders)
         return await self._conn().arun(name, text, dict(params or {}))
 
+    def query_many(self, steps: Sequence[QueryStep]) -> list[list[Any]]:
+        """Run several ``(name, params, placeholders)`` queries, concurrently where the connection
+        allows it (the embedded engine runs them on separate cores); one result list per query."""
+        jobs = [(name, self.text(name, **placeholders), dict(params or {})) for name, params, placeholders in steps]
+        return self._conn().run_many(jobs)
+
+    async def aquery_many(self, steps: Sequence[QueryStep]) -> list[list[Any]]:
+        return list(await asyncio.gather(*(self.aquery(name, params, **placeholders) for name, params, placeholders in steps)))
+
 
 def _major(version: str) -> int:
     match = re.search(r"(\d+)\.\d+", version)
@@ -265,6 +276,9 @@ def _signin_vars(config: StoreConfig) -> dict[str, Any] | None:
 class _Connection:
     def run(self, name: str, text: str, params: dict[str, Any]) -> list[Any]:
         raise NotImplementedError
+
+    def run_many(self, jobs: Sequence[tuple[str, str, dict[str, Any]]]) -> list[list[Any]]:
+        return [self.run(*job) for job in jobs]
 
     async def arun(self, name: str, text: str, params: dict[str, Any]) -> list[Any]:
         raise NotImplementedError
@@ -366,6 +380,12 @@ class _EmbeddedConnection(_Connection):
 
     def run(self, name: str, text: str, params: dict[str, Any]) -> list[Any]:
         return run_sync(self.arun(name, text, params))
+
+    def run_many(self, jobs: Sequence[tuple[str, str, dict[str, Any]]]) -> list[list[Any]]:
+        async def gather() -> list[list[Any]]:
+            return list(await asyncio.gather(*(self.arun(*job) for job in jobs)))
+
+        return run_sync(gather())
 
     async def arun(self, name: str, text: str, params: dict[str, Any]) -> list[Any]:
         engine = getattr(self.db, "_db", None)  # the SDK's engine handle, to send our own encoding

@@ -36,7 +36,7 @@ from .errors import (
     StoreConnectionError,
 )
 from .extract import normalise_concept
-from .ingest import concept_id, document_id
+from .ids import concept_id, document_id
 from .retrieve import BaseRetriever, RetrievalResult, make_retriever
 from .store import SurrealStore
 

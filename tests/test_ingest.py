@@ -63,6 +63,7 @@ def _concepts(store, *names):
 
 def _counts(store):
     stats = get_stats(store)
+    assert stats.searchable_chunks == stats.chunks  # every chunk has its full-text row, and no row outlives its chunk
     return stats.documents, stats.chunks, stats.concepts, stats.mentions, stats.shared_concepts
 
 

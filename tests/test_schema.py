@@ -16,7 +16,7 @@ from surreal_kgrag.store import SurrealStore
 def _definitions(store: SurrealStore) -> dict:
     """Every DEFINE statement in the database, keyed by table."""
     db_info, *tables = store.query("schema_info")
-    return {"db": db_info, "tables": dict(zip(["document", "chunk", "concept", "MENTIONS_CONCEPT"], tables))}
+    return {"db": db_info, "tables": dict(zip(["document", "chunk", "chunk_text", "concept", "MENTIONS_CONCEPT"], tables))}
 
 
 def test_schema_is_idempotent():
@@ -26,7 +26,7 @@ def test_schema_is_idempotent():
         ensure_schema(store, dimension=8, embedder="e")
         ensure_schema(store, dimension=8, embedder="e")
         assert _definitions(store) == first
-        assert set(first["db"]["tables"]) == {"document", "chunk", "concept", "MENTIONS_CONCEPT", "kg_meta"}
+        assert set(first["db"]["tables"]) == {"document", "chunk", "chunk_text", "concept", "MENTIONS_CONCEPT", "kg_meta"}
 
 
 def test_schema_declares_the_documented_indexes():
@@ -35,7 +35,7 @@ def test_schema_declares_the_documented_indexes():
         tables = _definitions(store)["tables"]
         chunk_indexes = tables["chunk"]["indexes"]
         assert re.search(r"HNSW DIMENSION 8 DIST COSINE TYPE F32 EFC 64 M 8", chunk_indexes["chunk_embedding"])
-        assert "FULLTEXT ANALYZER kg_english BM25(1.2,0.75)" in chunk_indexes["chunk_search_text"]
+        assert "FULLTEXT ANALYZER kg_english BM25(1.2,0.75)" in tables["chunk_text"]["indexes"]["chunk_text_search"]
         assert "HNSW DIMENSION 8" in tables["concept"]["indexes"]["concept_embedding"]
         assert "FIELDS in, out UNIQUE" in tables["MENTIONS_CONCEPT"]["indexes"]["mentions_pair"]
         assert "TYPE RELATION IN chunk OUT concept" in _definitions(store)["db"]["tables"]["MENTIONS_CONCEPT"]
@@ -46,13 +46,14 @@ def test_relation_pair_is_unique_and_embedding_dimension_enforced():
         ensure_schema(store, dimension=2, embedder="e")
         doc = {"id": RecordID("document", "d"), "source": "s", "title": None, "content_type": "text/plain",
                "content_hash": "h", "metadata": {}, "access": [], "chunk_count": 1}
-        chunk = {"id": RecordID("chunk", "d::h::00000"), "doc": RecordID("document", "d"), "index": 0, "content": "c", "search_text": "c",
+        chunk = {"id": RecordID("chunk", "d::h::00000"), "doc": RecordID("document", "d"), "index": 0, "content": "c",
                  "char_start": 0, "char_end": 1, "access": [], "embedding": [1.0, 0.0]}
         concept = {"id": RecordID("concept", "c"), "name": "c", "display": "C", "kind": "X", "aliases": [],
                    "embedding": [0.0, 1.0]}
         edge = {"in": chunk["id"], "out": concept["id"], "doc": doc["id"], "count": 1}
+        text = {"id": RecordID("chunk_text", "d::h::00000"), "chunk": chunk["id"], "doc": doc["id"], "access": [], "text": "c"}
         params = {"doc_ids": [doc["id"]], "documents": [doc], "concepts": [concept], "concept_ids": [concept["id"]],
-                  "chunks": [chunk], "edges": [edge, dict(edge)]}
+                  "chunks": [chunk], "texts": [text], "edges": [edge, dict(edge)]}
         with pytest.raises(QueryExecutionError, match="write_documents"):
             store.query("write_documents", params)  # the same pair twice violates the unique index
         assert store.query("stats")[0]["documents"] == 0  # and the transaction left nothing behind
@@ -62,7 +63,9 @@ def test_relation_pair_is_unique_and_embedding_dimension_enforced():
             store.query("write_documents", params)  # wrong vector length
         params["chunks"] = [chunk]
         store.query("write_documents", params)
-        assert store.query("stats")[0] == {"documents": 1, "chunks": 1, "concepts": 1, "mentions": 1, "shared_concepts": 0}
+        assert store.query("stats")[0] == {
+            "documents": 1, "chunks": 1, "searchable_chunks": 1, "concepts": 1, "mentions": 1, "shared_concepts": 0
+        }
 
 
 def test_reopening_with_another_dimension_fails_clearly(tmp_path):
@@ -92,3 +95,11 @@ def test_v2_dialect_differs_only_in_object_and_fulltext_syntax():
     assert any("FLEXIBLE TYPE object" in b for _, b in changed)
     assert any("SEARCH ANALYZER kg_english BM25" in b for _, b in changed)
     assert "FULLTEXT" not in "\n".join(v2)
+
+
+def test_store_from_an_older_schema_asks_for_a_new_ingest():
+    with SurrealStore("mem://") as store:
+        ensure_schema(store, dimension=4, embedder="e")
+        store.query("store_meta_write", {"meta": {"dimension": 4, "embedder": "e", "schema_version": 1}})
+        with pytest.raises(SchemaMismatchError, match="store schema 1.*Ingest your documents again"):
+            ensure_schema(store, dimension=4, embedder="e")

@@ -135,3 +135,16 @@ async def test_sync_api_works_inside_a_running_event_loop():
     ensure_schema(store, dimension=3, embedder="test")  # sync call while this loop runs
     assert (await store.aquery("store_meta"))[1]["dimension"] == 3
     store.close()
+
+
+def test_query_many_returns_each_querys_results_in_order_sync_and_async():
+    with SurrealStore("mem://") as store:
+        ensure_schema(store, dimension=2, embedder="e")
+        store.query("store_meta_write", {"meta": {"dimension": 2, "embedder": "e", "schema_version": 2, "mark": "x"}})
+        steps = [("store_meta", {}, {}), ("stats", {}, {}), ("store_meta", None, {})]
+        meta, stats, again = store.query_many(steps)
+        assert meta[-1]["mark"] == "x" and again == meta
+        assert stats[0]["documents"] == 0
+        assert asyncio.run(store.aquery_many(steps)) == [meta, stats, again]
+        with pytest.raises(QueryExecutionError, match="store_meta_write"):
+            store.query_many([("store_meta", {}, {}), ("store_meta_write", {"meta": "not an object"}, {})])
