@@ -207,7 +207,7 @@ def database_writes(
         report["query_right_after_load"] = knn_latency(store, embedder, vectors)
         report["query_right_after_load"]["concept_recall@40"] = concept_recall(store, embedder, vectors)
         t = time.perf_counter()
-        store.query("rebuild_vector_indexes")
+        store.query("rebuild_indexes")
         report["rebuild_seconds"] = round(time.perf_counter() - t, 2)
         report["query_after_rebuild"] = knn_latency(store, embedder, vectors)
         report["query_after_rebuild"]["concept_recall@40"] = concept_recall(store, embedder, vectors)

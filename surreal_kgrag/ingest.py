@@ -47,7 +47,7 @@ class IngestConfig(BaseModel):
     rebuild_index_min_vectors: int = Field(
         256,
         ge=0,
-        description="rebuild the HNSW indexes after a run that inserted at least this many vectors (0: never)",
+        description="rebuild the vector and full-text indexes after a run that inserted at least this many vectors (0: never)",
     )
     index: IndexSettings = Field(default_factory=IndexSettings)
     title_in_context: bool = Field(
@@ -178,7 +178,7 @@ class Ingestor:
             progress.close()
         if self.config.rebuild_index_min_vectors and vectors_written >= self.config.rebuild_index_min_vectors:
             t = time.perf_counter()
-            self.store.query("rebuild_vector_indexes")
+            self.store.query("rebuild_indexes")
             timings["index"] = time.perf_counter() - t
         summary.failed = len(summary.failures)
         summary.timings = {k: round(v, 3) for k, v in timings.items()}
