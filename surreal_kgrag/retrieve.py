@@ -14,6 +14,7 @@ generator so the sync and async paths share it) -> ranked ``RetrievedDocument``s
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections import OrderedDict, defaultdict
@@ -117,6 +118,14 @@ class HybridConfig(RetrieverConfig):
     rrf_k: int = Field(5, ge=1, description="rank constant of reciprocal rank fusion (small: trust the top ranks)")
     weights: dict[Channel, float] = Field(default_factory=lambda: {"vector": 1.0, "text": 1.0, "concept": 1.0, "graph": 0.2})
     fulltext: bool = Field(True, description="use the BM25 channel (the slowest of the three)")
+    text_max_df: float = Field(
+        0.02, gt=0.0, le=1.0,
+        description="BM25 leaves out query words found in more than this share of the chunks (1.0 keeps all)",
+    )
+    text_max_matches: int = Field(
+        600, ge=1,
+        description="BM25 takes words rarest first until their chunk counts add up to this: bounds its cost",
+    )
     chunks_per_document: int = Field(3, ge=1, description="chunks kept per fused document")
 
 
@@ -325,7 +334,13 @@ class BaseRetriever:
     def _grouped(self, request: _Request, query_file: str) -> Plan:
         """Run one of the two published query patterns and aggregate/group its per-document rows."""
         limit = request.fetch if self.config.aggregate == "max" and self.config.group_by == "document" else 10_000
-        params = {"embedding": request.vector, "threshold": self.config.threshold, "limit": limit, **request.filter.params}
+        params = {
+            "embedding": request.vector,
+            "threshold": self.config.threshold,
+            "limit": limit,
+            "filtered": bool(request.filter.condition),
+            **request.filter.params,
+        }
         results = yield query_file, params, self._knn_placeholders(request)
         documents = [_document(row, self.config.aggregate) for row in results[-1]]
         documents.sort(key=lambda d: -d.score)
@@ -410,23 +425,31 @@ class HybridRetriever(BaseRetriever):
     def _channels(self, request: _Request) -> Generator[Any, list[Any], dict[str, list[_Hit]]]:
         if self._chunk_total is None:
             self._chunk_total = int((yield "count_chunks", {}, {})[-1] or 1)
+        chunk_total = self._chunk_total
         params = {
             "embedding": request.vector,
             "threshold": self.config.threshold,
             "concept_ids": [RecordID("concept", name) for name in request.concepts],
-            "chunk_total": self._chunk_total,
+            "chunk_total": chunk_total,
             "filtered": bool(request.filter.condition),
             **request.filter.params,
         }
         placeholders = self._knn_placeholders(request)
         steps: list[Step] = [("search_hybrid", params, placeholders)]
-        text_query = content_words(request.query) if self.config.fulltext else ""
-        if text_query:
-            text_params = {"text_query": text_query, **request.filter.params}
+        words = content_words(request.query) if self.config.fulltext else []
+        if words:
+            max_df = math.ceil(self.config.text_max_df * chunk_total)
+            text_params = {
+                "words": words,
+                "max_df": max_df,
+                "max_matches": self.config.text_max_matches,
+                "filtered": params["filtered"],
+                **request.filter.params,
+            }
             steps.append(("search_fulltext", text_params, {"candidates": placeholders["candidates"], "filter": request.filter}))
         results = yield steps
         out = results[0][-1]
-        text_rows = results[1][-1] if text_query else []
+        text_rows = results[1][-1] if words else []
         channels: dict[str, list[_Hit]] = {
             "vector": [_Hit.of(row, "vector") for row in out["vector"]],
             "text": [_Hit.of(row, "text") for row in text_rows],
@@ -652,15 +675,14 @@ def _as_list(vector: np.ndarray) -> list[float]:
 _WORD = re.compile(r"\w+")
 
 
-def content_words(text: str) -> str:
-    """The query's words minus English stop words, for the BM25 channel: an OR over "the" and "which"
-    would match and score nearly every chunk."""
+def content_words(text: str) -> list[str]:
+    """The query's distinct words minus English stop words, for the BM25 channel: an OR over "the"
+    and "which" would match and score nearly every chunk."""
     try:
         from spacy.lang.en.stop_words import STOP_WORDS
     except ImportError:  # spaCy is optional; without it every word is searched
         STOP_WORDS = frozenset()
-    words = dict.fromkeys(w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS)
-    return " ".join(words)
+    return list(dict.fromkeys(w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS))
 
 
 RETRIEVERS: dict[str, type[BaseRetriever]] = {

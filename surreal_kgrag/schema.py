@@ -11,7 +11,10 @@ from .errors import SchemaMismatchError
 from .store import SurrealStore, checked_int
 
 # 2: full-text search moved from `chunk.search_text` to the `chunk_text` table.
-SCHEMA_VERSION = 2
+# 3: the `term` table counts the chunks each analysed term occurs in (migrated from 2 on open).
+SCHEMA_VERSION = 3
+# Older schema versions this one can bring up to date in place: version -> SurrealQL file.
+MIGRATIONS = {2: "migrate_v2_terms"}
 
 
 class IndexSettings(BaseModel):
@@ -36,7 +39,7 @@ def _check_meta(store: SurrealStore, meta: dict[str, Any] | None, dimension: int
     if not meta:
         return False
     version = meta.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if version != SCHEMA_VERSION and version not in MIGRATIONS:
         raise SchemaMismatchError(
             f"{store.config.url} (namespace {store.config.namespace!r}, database {store.config.database!r}) "
             f"was written by another version of surreal-kgrag (store schema {version}, this version reads "
@@ -64,13 +67,16 @@ def _meta_record(dimension: int, embedder: str) -> dict[str, Any]:
 
 
 def ensure_schema(store: SurrealStore, *, dimension: int, embedder: str, settings: IndexSettings | None = None) -> None:
-    """Create the tables and indexes if missing (idempotent) and check the store's embedding dimension."""
+    """Create the tables and indexes if missing (idempotent), bring an older store up to date and
+    check the store's embedding dimension."""
     settings = settings or IndexSettings()
     meta = store.query("store_meta")[-1]
     known = _check_meta(store, meta, dimension, embedder)
     store.query("schema", **_render_vars(dimension, settings))
     if not known:
         store.query("store_meta_write", {"meta": _meta_record(dimension, embedder)})
+    elif meta["schema_version"] in MIGRATIONS:
+        store.query(MIGRATIONS[meta["schema_version"]])
 
 
 async def aensure_schema(
@@ -82,6 +88,8 @@ async def aensure_schema(
     await store.aquery("schema", **_render_vars(dimension, settings))
     if not known:
         await store.aquery("store_meta_write", {"meta": _meta_record(dimension, embedder)})
+    elif meta["schema_version"] in MIGRATIONS:
+        await store.aquery(MIGRATIONS[meta["schema_version"]])
 
 
 def read_meta(store: SurrealStore) -> dict[str, Any] | None:

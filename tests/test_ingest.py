@@ -284,3 +284,27 @@ def test_vectors_are_stored_exactly_as_float32_values(ingestor, store, minilm):
     rows = {row["name"]: row["embedding"] for row in store.query("concept_vectors")[-1]}
     expected = np.asarray(minilm.embed_documents(["Grace Hopper"]), dtype=np.float32)[0]
     assert rows["grace hopper"] == expected.tolist()  # packed as CBOR float32, read back bit for bit
+
+
+def _term_frequencies(store):
+    return dict(store.query("term_frequencies")[-1])
+
+
+def test_term_frequencies_follow_writes_updates_and_deletes(store, minilm, spacy_extractor):
+    config = IngestConfig(batch_size=3, group_size=2)
+    ingestor = Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=config)
+    texts = [f"Zanzibar traders sailed to Lisbon in {1890 + i}. Lisbon harbour {'was busy' if i % 2 else 'froze'}." for i in range(6)]
+    ingestor.ingest_texts(texts, ids=[f"t{i}" for i in range(6)])
+    terms = _term_frequencies(store)
+    assert terms["lisbon"] == 6 and terms["zanzibar"] == 6  # once per chunk, however often a chunk repeats it
+    assert terms["froze"] == 3 and terms["busi"] == 3  # analysed terms: kg_english stems "busy"
+
+    ingestor.ingest_texts(["Only Lisbon, this time."], ids=["t0"])  # an update
+    ingestor.delete(["t1"])
+    terms = _term_frequencies(store)
+    assert terms["lisbon"] == 5 and terms["zanzibar"] == 4 and terms["froze"] == 2 and terms["busi"] == 2
+    assert all(df > 0 for df in terms.values())  # a term no chunk holds any more is gone
+
+    # Counting from scratch (the schema 2 -> 3 migration) agrees with the running counts.
+    store.query("migrate_v2_terms")
+    assert _term_frequencies(store) == terms

@@ -278,6 +278,30 @@ def test_hybrid_without_fulltext_has_no_text_paths(retrievers):
     assert "text" not in {p.channel for d in result.documents for p in d.provenance}
 
 
+def _text_channel_documents(retriever, question):
+    result = retriever.search(question, k=len(CORPUS))
+    return {p.document_id for d in result.documents for p in d.provenance if p.channel == "text"}
+
+
+def test_bm25_leaves_out_words_found_in_many_chunks(retrievers):
+    # Ten one-chunk documents: "flows" is in 1 chunk, "river" in 2, "poland" in 5.
+    question = "Which river flows through Poland?"
+    everything = _text_channel_documents(retrievers("hybrid", text_max_df=1.0), question)
+    assert everything == {"vistula", "warsaw", "polonium", "krakow", "baltic"}
+    assert _text_channel_documents(retrievers("hybrid", text_max_df=0.2), question) == {"vistula", "warsaw"}
+    # The budget takes words rarest first: "flows" (1 chunk) fits, "river" (1 + 2) does not.
+    assert _text_channel_documents(retrievers("hybrid", text_max_df=1.0, text_max_matches=2), question) == {"vistula"}
+
+
+def test_bm25_keeps_the_rarest_word_and_drops_unknown_ones(retrievers):
+    strict = retrievers("hybrid", text_max_df=0.1)
+    # Every word is common: the rarest one is still searched.
+    assert _text_channel_documents(strict, "Poland?") == {"warsaw", "polonium", "vistula", "krakow", "baltic"}
+    # A word no chunk holds does not count as the rarest one.
+    assert _text_channel_documents(strict, "Zzyzx flows through Poland") == {"vistula"}
+    assert _text_channel_documents(strict, "Zzyzx qwertyuiop") == set()
+
+
 @pytest.mark.parametrize("mode", ["chunk", "hybrid"])
 async def test_reranker_sees_the_pool_and_k_is_cut(store, minilm, retrievers, mode):
     from surreal_kgrag import MMRReranker
