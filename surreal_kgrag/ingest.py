@@ -179,6 +179,7 @@ class Ingestor:
         if self.config.rebuild_index_min_vectors and vectors_written >= self.config.rebuild_index_min_vectors:
             t = time.perf_counter()
             self.store.query("rebuild_indexes")
+            self.store.settle()
             timings["index"] = time.perf_counter() - t
         summary.failed = len(summary.failures)
         summary.timings = {k: round(v, 3) for k, v in timings.items()}

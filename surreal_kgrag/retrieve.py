@@ -103,7 +103,10 @@ class RetrieverConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     k: int = Field(5, ge=1, le=1000, description="results returned (documents, or chunks with group_by='chunk')")
-    candidates: int = Field(40, ge=1, le=10_000, description="vectors fetched by KNN before grouping")
+    candidates: int | None = Field(
+        None, ge=1, le=10_000,
+        description="vectors fetched by KNN before grouping (default: the retriever's, 20 for chunk and concept, 40 otherwise)",
+    )
     ef: int = Field(80, ge=1, le=10_000, description="HNSW search breadth")
     threshold: float = Field(0.0, ge=-1.0, le=1.0, description="minimum similarity of a chunk or concept")
     group_by: Literal["document", "chunk"] = "document"
@@ -117,7 +120,7 @@ class HybridConfig(RetrieverConfig):
     fusion: Literal["rrf", "weighted"] = "rrf"
     rrf_k: int = Field(5, ge=1, description="rank constant of reciprocal rank fusion (small: trust the top ranks)")
     weights: dict[Channel, float] = Field(default_factory=lambda: {"vector": 1.0, "text": 1.0, "concept": 1.0, "graph": 0.2})
-    fulltext: bool = Field(True, description="use the BM25 channel (the slowest of the three)")
+    fulltext: bool = Field(True, description="use the BM25 channel")
     text_max_df: float = Field(
         0.02, gt=0.0, le=1.0,
         description="BM25 leaves out query words found in more than this share of the chunks (1.0 keeps all)",
@@ -130,7 +133,7 @@ class HybridConfig(RetrieverConfig):
 
 
 class GraphConfig(HybridConfig):
-    fulltext: bool = Field(False, description="the graph hop stands in for the BM25 channel, the slowest of the three")
+    fulltext: bool = Field(False, description="the graph hop stands in for the BM25 channel, to keep the two-step query fast")
     seeds: int = Field(3, ge=1, le=50, description="best hybrid documents the expansion starts from")
     max_df: int = Field(5, ge=2, description="skip bridge concepts mentioned by more chunks than this")
     max_paths: int = Field(200, ge=1, le=10_000, description="paths scored per expansion")
@@ -189,6 +192,9 @@ class _LRU(OrderedDict[str, Any]):
 class BaseRetriever:
     mode: ClassVar[str]
     config_class: ClassVar[type[RetrieverConfig]] = RetrieverConfig
+    # KNN pool when the config names none: enough to fill k documents, and each vector fetched costs
+    # about 0.2 ms on the embedded engine, more than the HNSW search itself.
+    default_candidates: ClassVar[int] = 40
 
     def __init__(
         self,
@@ -324,7 +330,7 @@ class BaseRetriever:
         raise NotImplementedError
 
     def _knn_placeholders(self, request: _Request) -> dict[str, Any]:
-        candidates = max(self.config.candidates, request.fetch)
+        candidates = max(self.config.candidates or self.default_candidates, 2 * request.fetch)
         return {
             "candidates": checked_int("candidates", candidates),
             "ef": checked_int("ef", max(self.config.ef, candidates)),
@@ -353,6 +359,7 @@ class ChunkRetriever(BaseRetriever):
     """Direct chunk retrieval: nearest chunk embeddings, grouped by document."""
 
     mode = "chunk"
+    default_candidates = 20
 
     def _plan(self, request: _Request) -> Plan:
         return (yield from self._grouped(request, "search_chunks"))
@@ -362,11 +369,7 @@ class ConceptRetriever(BaseRetriever):
     """Concept-based retrieval: nearest concepts, then the chunks that mention them, grouped by document."""
 
     mode = "concept"
-
-    def __init__(self, store: SurrealStore, **kwargs: Any) -> None:
-        if kwargs.get("config") is None:
-            kwargs.setdefault("candidates", 20)
-        super().__init__(store, **kwargs)
+    default_candidates = 20
 
     def _plan(self, request: _Request) -> Plan:
         return (yield from self._grouped(request, "search_concepts"))

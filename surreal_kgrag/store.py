@@ -165,6 +165,11 @@ class SurrealStore:
         if connection is not None:
             await connection.arelease()
 
+    def settle(self) -> None:
+        """Make reads fast again after a bulk load: an embedded file is closed and opened again
+        (shared by every store on it in this process); other connections are left as they are."""
+        self._conn().reopen()
+
     def __enter__(self) -> SurrealStore:
         return self
 
@@ -295,6 +300,9 @@ class _Connection:
     async def arelease(self) -> None:
         self.release()
 
+    def reopen(self) -> None:
+        """Only embedded files need it (see _EmbeddedConnection.reopen)."""
+
 
 # -- embedded ------------------------------------------------------------------------------------
 
@@ -377,6 +385,20 @@ class _EmbeddedConnection(_Connection):
             if self._registry.get(self.config.url) is self:
                 del self._registry[self.config.url]
         run_sync(self.db.close())
+
+    def reopen(self) -> None:
+        """Close the engine and open the file again. After a large write such as an index rebuild,
+        reads in the same process stay 1.5-3x slower (concept search: 45-76 ms against 24-28) until
+        the engine has closed the file once; a new process starts from the closed state."""
+        if url_scheme(self.config.url) in ("mem", "memory"):
+            return  # nothing on disk: closing would drop the database
+        with self._registry_lock:
+            run_sync(self.db.close())
+            try:
+                self.db = surrealdb.AsyncSurreal(self.config.url)
+                run_sync(self._open())
+            except surrealdb.SurrealError as error:
+                raise _open_error(self.config, error) from error
 
     def run(self, name: str, text: str, params: dict[str, Any]) -> list[Any]:
         return run_sync(self.arun(name, text, params))
