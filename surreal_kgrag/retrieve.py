@@ -105,7 +105,7 @@ class RetrieverConfig(BaseModel):
     k: int = Field(5, ge=1, le=1000, description="results returned (documents, or chunks with group_by='chunk')")
     candidates: int | None = Field(
         None, ge=1, le=10_000,
-        description="vectors fetched by KNN before grouping (default: the retriever's, 20 for chunk and concept, 40 otherwise)",
+        description="vectors fetched by KNN before grouping (default: 20 chunks, 10 concepts, 40 for hybrid and graph)",
     )
     ef: int = Field(80, ge=1, le=10_000, description="HNSW search breadth")
     threshold: float = Field(0.0, ge=-1.0, le=1.0, description="minimum similarity of a chunk or concept")
@@ -369,7 +369,7 @@ class ConceptRetriever(BaseRetriever):
     """Concept-based retrieval: nearest concepts, then the chunks that mention them, grouped by document."""
 
     mode = "concept"
-    default_candidates = 20
+    default_candidates = 10
 
     def _plan(self, request: _Request) -> Plan:
         return (yield from self._grouped(request, "search_concepts"))
