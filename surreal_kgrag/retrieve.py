@@ -32,6 +32,7 @@ from .ids import chunk_document_key
 from .store import SurrealStore, checked_int
 
 Mode = Literal["chunk", "concept", "hybrid", "graph"]
+_RECOUNT_SECONDS = 60.0
 Channel = Literal["vector", "text", "concept", "graph"]
 
 
@@ -391,7 +392,7 @@ class HybridRetriever(BaseRetriever):
         self._extractor_spec = extractor
         self._extractor: Any = None
         self._query_concepts = _LRU()
-        self._chunk_total: int | None = None
+        self._chunk_total: tuple[int, float] | None = None  # (chunks in the store, when counted)
 
     def _concepts(self, query: str) -> list[str]:
         cached = self._query_concepts.lookup(query)
@@ -426,9 +427,10 @@ class HybridRetriever(BaseRetriever):
         return (yield from self._hydrate(request, ranking, channels))
 
     def _channels(self, request: _Request) -> Generator[Any, list[Any], dict[str, list[_Hit]]]:
-        if self._chunk_total is None:
-            self._chunk_total = int((yield "count_chunks", {}, {})[-1] or 1)
-        chunk_total = self._chunk_total
+        # N of the concept weights and of text_max_df: counted again now and then, as the store grows.
+        if self._chunk_total is None or time.monotonic() - self._chunk_total[1] > _RECOUNT_SECONDS:
+            self._chunk_total = (int((yield "count_chunks", {}, {})[-1] or 1), time.monotonic())
+        chunk_total = self._chunk_total[0]
         params = {
             "embedding": request.vector,
             "threshold": self.config.threshold,
