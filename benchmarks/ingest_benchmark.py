@@ -108,7 +108,7 @@ def engine_ceiling(log: WriteLog, folder: str) -> dict[str, Any]:
         for key in WriteLog.TABLES:
             rows = log.rows[key]
             size = max(1, round(len(rows) / max(1, log.transactions)))
-            empty = dict.fromkeys(WriteLog.TABLES, [])
+            empty: dict[str, list[Any]] = {table: [] for table in WriteLog.TABLES}
             t = time.perf_counter()
             for start in range(0, len(rows), size):
                 store.query("bulk_insert", {**empty, key: rows[start : start + size]})
@@ -240,7 +240,7 @@ def main() -> None:
 
         embedder = Recording(resolve_embedder(None))
         extractor = Recording(resolve_extractor(None))
-        embedder.dimension  # load the model before timing
+        _ = embedder.dimension  # load the model before timing
         extractor.inner.extract(["warm up the spaCy pipeline"])
 
     with tempfile.TemporaryDirectory() as folder:

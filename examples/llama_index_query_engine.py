@@ -16,8 +16,8 @@ from pathlib import Path
 from llama_index.core.llms import LLM, MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeRelationship
-
 from llama_index.retrievers.surreal_kgrag import SurrealKGRetriever
+
 from surreal_kgrag import Ingestor, SurrealStore
 from surreal_kgrag.retrieve import make_retriever
 

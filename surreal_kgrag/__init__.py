@@ -11,6 +11,7 @@ from .errors import (
     StoreConnectionError,
     StoreLockedError,
 )
+from .filters import FilterError, compile_filter
 from .ingest import IngestConfig, Ingestor, delete_documents
 from .models import ConceptMention, IngestSummary, LoadFailure, SourceDocument, StoreStats, TextChunk
 from .rerank import (
@@ -37,7 +38,6 @@ from .retrieve import (
     RetrieverConfig,
     make_retriever,
 )
-from .filters import FilterError, compile_filter
 from .schema import IndexSettings, ensure_schema
 from .stats import get_stats
 from .store import StoreConfig, SurrealStore
@@ -46,14 +46,6 @@ from .tools import ToolDispatcher, ToolError
 __version__ = "0.1.0"
 
 __all__ = [
-    "FilterError",
-    "GraphConfig",
-    "GraphRetriever",
-    "HybridConfig",
-    "HybridRetriever",
-    "ProvenancePath",
-    "compile_filter",
-    "make_retriever",
     "ChunkHit",
     "ChunkRetriever",
     "ConceptMatch",
@@ -62,6 +54,11 @@ __all__ = [
     "ConceptRetriever",
     "ConfigurationError",
     "CrossEncoderReranker",
+    "FilterError",
+    "GraphConfig",
+    "GraphRetriever",
+    "HybridConfig",
+    "HybridRetriever",
     "IndexSettings",
     "IngestConfig",
     "IngestSummary",
@@ -72,6 +69,7 @@ __all__ = [
     "LoaderError",
     "MMRReranker",
     "ModelNotAvailableError",
+    "ProvenancePath",
     "QueryExecutionError",
     "RerankWarning",
     "Reranker",
@@ -90,7 +88,9 @@ __all__ = [
     "TextChunk",
     "ToolDispatcher",
     "ToolError",
+    "compile_filter",
     "delete_documents",
     "ensure_schema",
     "get_stats",
+    "make_retriever",
 ]

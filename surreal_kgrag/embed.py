@@ -13,9 +13,9 @@ import inspect
 import sys
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
@@ -490,18 +490,19 @@ def resolve_embedder(spec: Any = None) -> Embedder:
             return OpenAIEmbedder(model)
         return SentenceTransformerEmbedder(spec)
     if isinstance(spec, _BaseEmbedder):
-        return spec
+        return cast(Embedder, spec)
     # An object of these classes implies its module was imported, so nothing is imported here.
-    for module, cls, adapter in (
+    adapters: tuple[tuple[str, str, Callable[[Any], Any]], ...] = (
         ("langchain_core.embeddings", "Embeddings", LangChainEmbedder),
         ("llama_index.core.base.embeddings.base", "BaseEmbedding", LlamaIndexEmbedder),
         ("sentence_transformers", "SentenceTransformer", SentenceTransformerEmbedder),
-    ):
+    )
+    for module, cls, adapter in adapters:
         base = getattr(sys.modules.get(module), cls, None)
         if isinstance(base, type) and isinstance(spec, base):
-            return adapter(spec)
+            return cast(Embedder, adapter(spec))
     if _has_attributes(spec, "name", "dimension", "embed_documents", "embed_query", "aembed_documents", "aembed_query"):
-        return spec
+        return cast(Embedder, spec)
     if _has_attributes(spec, "get_text_embedding_batch", "get_query_embedding"):
         return LlamaIndexEmbedder(spec)
     if _has_attributes(spec, "embed_documents", "embed_query"):

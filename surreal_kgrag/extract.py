@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
@@ -192,7 +192,8 @@ def _resolve_pipeline_name(spacy_model: str) -> str:
         for candidate in AUTO_SPACY_PIPELINES:
             if _is_installed(candidate):
                 return candidate
-        raise ModelNotAvailableError(f"No English spaCy pipeline is installed (looked for {', '.join(AUTO_SPACY_PIPELINES)}). {_INSTALL_HINT}")
+        looked = ", ".join(AUTO_SPACY_PIPELINES)
+        raise ModelNotAvailableError(f"No English spaCy pipeline is installed (looked for {looked}). {_INSTALL_HINT}")
     if not spacy_model.strip():
         raise ConfigurationError(f"spaCy model name must not be empty. {_INSTALL_HINT}")
     path = Path(spacy_model).expanduser()
@@ -670,7 +671,7 @@ class _Collector:
 # Resolution
 
 
-def resolve_extractor(spec: None | str | ConceptExtractor | Language | Callable[[str], Iterable[ConceptItem]]) -> ConceptExtractor:
+def resolve_extractor(spec: str | ConceptExtractor | Language | Callable[[str], Iterable[ConceptItem]] | None) -> ConceptExtractor:
     """Build an extractor from a setting.
 
     ``None``, ``"auto"``, ``"spacy"`` -> ``SpacyConceptExtractor()``; another string -> a spaCy
@@ -682,11 +683,11 @@ def resolve_extractor(spec: None | str | ConceptExtractor | Language | Callable[
     if isinstance(spec, str):
         return SpacyConceptExtractor(spec)
     if _is_spacy_language(spec):  # before the callable check: a Language is callable
-        return SpacyConceptExtractor(spec)
+        return SpacyConceptExtractor(cast("Language", spec))
     if isinstance(spec, ConceptExtractor):
         return spec
     if callable(spec):
-        return CallableConceptExtractor(spec)
+        return CallableConceptExtractor(cast("Callable[[str], Iterable[ConceptItem]]", spec))
     raise ConfigurationError(
         f"cannot use {type(spec).__name__} as a concept extractor; pass None, a spaCy pipeline name, "
         "a spacy Language, an object with extract(texts), or a function text -> concepts"

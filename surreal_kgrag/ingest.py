@@ -263,7 +263,7 @@ class Ingestor:
                 )
                 item.texts.append(
                     {
-                        "id": RecordID("chunk_text", chunk_id.id),
+                        "id": RecordID("chunk_text", chunk_id.id),  # type: ignore[arg-type]  # a str: chunk_record_id
                         "chunk": chunk_id,
                         "doc": doc_id,
                         "access": list(doc.access),

@@ -18,7 +18,7 @@ import math
 import re
 import time
 from collections import OrderedDict, defaultdict
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Collection, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, ClassVar, Literal, TypeVar
 
@@ -117,10 +117,13 @@ class RetrieverConfig(BaseModel):
     rerank_pool: int = Field(20, ge=1, le=1000, description="documents handed to the reranker before cutting to k")
 
 
+_DEFAULT_WEIGHTS: dict[Channel, float] = {"vector": 1.0, "text": 1.0, "concept": 1.0, "graph": 0.2}
+
+
 class HybridConfig(RetrieverConfig):
     fusion: Literal["rrf", "weighted"] = "rrf"
     rrf_k: int = Field(5, ge=1, description="rank constant of reciprocal rank fusion (small: trust the top ranks)")
-    weights: dict[Channel, float] = Field(default_factory=lambda: {"vector": 1.0, "text": 1.0, "concept": 1.0, "graph": 0.2})
+    weights: dict[Channel, float] = Field(default_factory=lambda: dict(_DEFAULT_WEIGHTS))
     fulltext: bool = Field(True, description="use the BM25 channel")
     text_max_df: float = Field(
         0.02, gt=0.0, le=1.0,
@@ -303,7 +306,9 @@ class BaseRetriever:
         timings["embed"] = time.perf_counter() - t
         return _Request(query=query, k=k, fetch=fetch, filter=compiled, embedding=list(embedding))
 
-    async def _arequest(self, query: str, k: int | None, filters: Any, embedding: list[float] | None, timings: dict[str, float]) -> _Request:
+    async def _arequest(
+        self, query: str, k: int | None, filters: Any, embedding: list[float] | None, timings: dict[str, float]
+    ) -> _Request:
         _check_query(query)
         k, fetch, compiled = self._compile(k, filters)
         t = time.perf_counter()
@@ -412,7 +417,9 @@ class HybridRetriever(BaseRetriever):
         timings["analyze"] = time.perf_counter() - t
         return request
 
-    async def _arequest(self, query: str, k: int | None, filters: Any, embedding: list[float] | None, timings: dict[str, float]) -> _Request:
+    async def _arequest(
+        self, query: str, k: int | None, filters: Any, embedding: list[float] | None, timings: dict[str, float]
+    ) -> _Request:
         import asyncio
 
         request = await super()._arequest(query, k, filters, embedding, timings)
@@ -508,7 +515,11 @@ class HybridRetriever(BaseRetriever):
                     source=row.get("source") or "",
                     metadata=row.get("metadata") or {},
                     score=score,
-                    chunks=[_chunk_from(chunks[c], hits) for c in _top_chunks(hits, self.config.chunks_per_document, ids=True) if c in chunks],
+                    chunks=[
+                        _chunk_from(chunks[c], hits)
+                        for c in _top_chunks(hits, self.config.chunks_per_document, ids=True)
+                        if c in chunks
+                    ],
                     provenance=[path for hit in hits for path in hit.paths()],
                 )
             )
@@ -620,7 +631,8 @@ def _chunk_from(row: Mapping[str, Any], hits: list[_Hit]) -> ChunkHit:
                 concepts[concept.id] = concept
     vector = [hit.score for hit in mine if hit.channel in ("vector", "graph")]
     score = max(vector) if vector else max(hit.score for hit in mine)
-    return ChunkHit(id=chunk_id, index=row["index"], content=row["content"], score=score, concepts=sorted(concepts.values(), key=lambda c: -c.score))
+    ranked = sorted(concepts.values(), key=lambda c: -c.score)
+    return ChunkHit(id=chunk_id, index=row["index"], content=row["content"], score=score, concepts=ranked)
 
 
 def _document(row: Mapping[str, Any], aggregate: str) -> RetrievedDocument:
@@ -629,7 +641,13 @@ def _document(row: Mapping[str, Any], aggregate: str) -> RetrievedDocument:
     score = {"max": row["score"], "mean": row.get("mean", row["score"]), "count": row.get("hits", len(chunks))}[aggregate]
     channel: Channel = "concept" if any(c.concepts for c in chunks) else "vector"
     provenance = [
-        ProvenancePath(channel=channel, score=concept.score if chunk.concepts else chunk.score, document_id=doc_id, chunk_id=chunk.id, concept=concept)
+        ProvenancePath(
+            channel=channel,
+            score=concept.score if chunk.concepts else chunk.score,
+            document_id=doc_id,
+            chunk_id=chunk.id,
+            concept=concept,
+        )
         for chunk in chunks
         for concept in (chunk.concepts or [None])  # type: ignore[list-item]
     ]
@@ -683,11 +701,12 @@ _WORD = re.compile(r"\w+")
 def content_words(text: str) -> list[str]:
     """The query's distinct words minus English stop words, for the BM25 channel: an OR over "the"
     and "which" would match and score nearly every chunk."""
+    stop_words: Collection[str]
     try:
-        from spacy.lang.en.stop_words import STOP_WORDS
+        from spacy.lang.en.stop_words import STOP_WORDS as stop_words
     except ImportError:  # spaCy is optional; without it every word is searched
-        STOP_WORDS = frozenset()
-    return list(dict.fromkeys(w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS))
+        stop_words = frozenset()
+    return list(dict.fromkeys(w for w in _WORD.findall(text.lower()) if w not in stop_words))
 
 
 RETRIEVERS: dict[str, type[BaseRetriever]] = {

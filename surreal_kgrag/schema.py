@@ -72,7 +72,7 @@ def ensure_schema(store: SurrealStore, *, dimension: int, embedder: str, setting
     settings = settings or IndexSettings()
     meta = store.query("store_meta")[-1]
     known = _check_meta(store, meta, dimension, embedder)
-    store.query("schema", **_render_vars(dimension, settings))
+    store.query("schema", None, **_render_vars(dimension, settings))
     if not known:
         store.query("store_meta_write", {"meta": _meta_record(dimension, embedder)})
     elif meta["schema_version"] in MIGRATIONS:
@@ -85,7 +85,7 @@ async def aensure_schema(
     settings = settings or IndexSettings()
     meta = (await store.aquery("store_meta"))[-1]
     known = _check_meta(store, meta, dimension, embedder)
-    await store.aquery("schema", **_render_vars(dimension, settings))
+    await store.aquery("schema", None, **_render_vars(dimension, settings))
     if not known:
         await store.aquery("store_meta_write", {"meta": _meta_record(dimension, embedder)})
     elif meta["schema_version"] in MIGRATIONS:

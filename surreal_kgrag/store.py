@@ -17,7 +17,7 @@ import re
 import threading
 from collections.abc import Coroutine, Mapping, Sequence
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlparse
 
 import surrealdb
@@ -338,7 +338,7 @@ def _helper_loop() -> asyncio.AbstractEventLoop:
 class _EmbeddedConnection(_Connection):
     """One engine handle per embedded file, shared by every store in the process."""
 
-    _registry: dict[str, _EmbeddedConnection] = {}
+    _registry: ClassVar[dict[str, _EmbeddedConnection]] = {}
     _registry_lock = threading.Lock()
 
     def __init__(self, config: StoreConfig) -> None:
@@ -365,15 +365,17 @@ class _EmbeddedConnection(_Connection):
             return connection
         key = config.url
         with cls._registry_lock:
-            connection = cls._registry.get(key)
-            if connection is None:
+            shared = cls._registry.get(key)
+            if shared is None:
                 connection = cls._registry[key] = cls(config)
-            elif (connection.config.namespace, connection.config.database) != (config.namespace, config.database):
+            elif (shared.config.namespace, shared.config.database) != (config.namespace, config.database):
                 raise ConfigurationError(
                     f"{config.url} is already open in this process for namespace "
-                    f"{connection.config.namespace!r} / database {connection.config.database!r}; an embedded "
+                    f"{shared.config.namespace!r} / database {shared.config.database!r}; an embedded "
                     "file is one handle per process, so use the same namespace and database (or a server)"
                 )
+            else:
+                connection = shared
             connection.refs += 1
             return connection
 

@@ -9,7 +9,7 @@ those are checked to be plain integers first.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from .errors import ConfigurationError
@@ -25,7 +25,7 @@ def _surql_dirs() -> list[Path]:
     return [d for d in (here / "surql", here.parent / "surql") if d.is_dir()]
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str, major_version: int = 3) -> str:
     """Return the text of ``surql/<name>.surql``, or of ``<name>.v<major>.surql`` when the server's
     major version needs its own dialect."""

@@ -580,13 +580,13 @@ class ToolDispatcher:
         """Run a tool call and return its result as JSON, or an error JSON the model can act on."""
         try:
             return self.invoke(name, arguments).model_dump_json()
-        except Exception as error:  # noqa: BLE001 - the agent loop must get an answer, see _error_json
+        except Exception as error:
             return _error_json(name, error)
 
     async def acall(self, name: str, arguments: str | Mapping[str, Any] | None = None) -> str:
         try:
             return (await self.ainvoke(name, arguments)).model_dump_json()
-        except Exception as error:  # noqa: BLE001 - the agent loop must get an answer, see _error_json
+        except Exception as error:
             return _error_json(name, error)
 
     # -- internals --------------------------------------------------------------------------------

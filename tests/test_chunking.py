@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from pathlib import Path
@@ -59,7 +60,7 @@ def check_invariants(chunker: SentenceChunker, text: str, chunks: list[TextChunk
         assert count_tokens(chunk.content) <= chunker.max_tokens
     # Coverage: nothing but whitespace lies before, after or between chunks.
     assert not text[: chunks[0].start].strip() and not text[chunks[-1].end :].strip()
-    for previous, current in zip(chunks, chunks[1:], strict=False):
+    for previous, current in itertools.pairwise(chunks):
         assert current.start > previous.start, "every chunk must make progress"
         assert current.end > previous.end
         if current.start >= previous.end:

@@ -59,7 +59,7 @@ class ChatServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 prompt = "\n".join(str(m.get("content")) for m in body.get("messages", []))
                 server.prompts.append(prompt)

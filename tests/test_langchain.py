@@ -174,7 +174,7 @@ def test_from_retriever_and_add_documents_on_a_mem_store(minilm, spacy_extractor
         assert retriever.add_documents(docs, extractor=spacy_extractor).skipped == 3
 
         found = retriever.invoke("Which river passes through Budapest?")
-        assert [d.id for d in found][0] == "rivers"
+        assert found[0].id == "rivers"
         assert len(found) == 2
         tea = retriever.invoke("tea plantations in Japan", k=1)[0]
         assert tea.metadata["lang"] == "en" and tea.metadata["document_id"] == "tea"

@@ -14,9 +14,9 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeRelationship, ObjectType, QueryBundle
 from llama_index.core.tools import RetrieverTool
+from llama_index.retrievers.surreal_kgrag import SurrealKGRerankPostprocessor, SurrealKGRetriever
 from surrealdb import RecordID
 
-from llama_index.retrievers.surreal_kgrag import SurrealKGRerankPostprocessor, SurrealKGRetriever
 from surreal_kgrag import IngestConfig, Ingestor, RetrievedDocument, StoreConnectionError, SurrealStore
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.retrieve import RETRIEVERS, make_retriever

@@ -346,7 +346,7 @@ def test_concept_overlap_promotes_the_document_that_mentions_the_query_entity(st
     documents = with_reversed_scores(search(FAGEN_QUERY))
     assert documents[-1].id == "steely"  # the only document that mentions Donald Fagen, ranked last
     reranked = reranker.rerank(FAGEN_QUERY, documents)
-    assert ids(reranked) == ["steely"] + ids(documents)[:-1]
+    assert ids(reranked) == ["steely", *ids(documents)[:-1]]
     assert reranked[0].score == pytest.approx(0.6)  # no score left, every query concept matched
     assert reranked[1].score == pytest.approx(0.4)  # the best score, no concept matched
 
@@ -462,7 +462,7 @@ def test_reranker_warnings_are_user_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RerankWarning)
         with pytest.raises(RerankWarning):
-            warnings.warn("x", RerankWarning)
+            warnings.warn("x", RerankWarning, stacklevel=1)
 
 
 def test_make_reranker_by_name(store, minilm, spacy_extractor, chat_server):

@@ -72,9 +72,8 @@ def test_reopening_with_another_dimension_fails_clearly(tmp_path):
     url = f"surrealkv://{tmp_path / 'kg'}"
     with SurrealStore(url) as store:
         ensure_schema(store, dimension=384, embedder="sentence-transformers/all-MiniLM-L6-v2")
-    with SurrealStore(url) as store:
-        with pytest.raises(SchemaMismatchError) as caught:
-            ensure_schema(store, dimension=768, embedder="other-model")
+    with SurrealStore(url) as store, pytest.raises(SchemaMismatchError) as caught:
+        ensure_schema(store, dimension=768, embedder="other-model")
     message = str(caught.value)
     assert "384" in message and "768" in message and "all-MiniLM-L6-v2" in message
 

@@ -42,17 +42,24 @@ class SurrealKGRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    db_url: str | None = Field(None, description="mem://, surrealkv://path, ws(s):// or http(s)://; None: $SURREAL_KGRAG_URL or the default embedded store")
+    db_url: str | None = Field(
+        None, description="mem://, surrealkv://path, ws(s):// or http(s)://; None: $SURREAL_KGRAG_URL or the default embedded store"
+    )
     mode: str = Field("hybrid", description="a mode the core's make_retriever accepts (chunk, concept, hybrid, graph)")
     k: int = Field(4, ge=1, le=1000, description="documents returned (overridden per call by invoke(query, k=...))")
     namespace: str | None = None
     database: str | None = None
     username: str | None = None
     password: SecretStr | None = None
-    embedder: Any = Field(None, description="None (MiniLM), a model name, 'openai:<model>', a LangChain Embeddings or a core Embedder; must match the store's")
+    embedder: Any = Field(
+        None,
+        description="None (MiniLM), a model name, 'openai:<model>', a LangChain Embeddings or a core Embedder; must match the store's",
+    )
     filters: Any = Field(None, description="metadata filter passed unchanged to the core, e.g. {'metadata.year': {'$gte': 2000}}")
     reranker: Any = Field(None, description="an object with rerank(query, documents, *, k, query_embedding=None)")
-    retriever_options: dict[str, Any] = Field(default_factory=dict, description="other core RetrieverConfig fields: candidates, ef, threshold")
+    retriever_options: dict[str, Any] = Field(
+        default_factory=dict, description="other core RetrieverConfig fields: candidates, ef, threshold"
+    )
     max_chunks_per_document: int = Field(3, ge=1, description="chunks of a document joined into page_content")
 
     _lazy: LazyRetriever = PrivateAttr()
