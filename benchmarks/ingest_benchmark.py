@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from surreal_kgrag.ingest import IngestConfig, Ingestor
-from surreal_kgrag.retrieve import ChunkRetriever, ConceptRetriever
+from surreal_kgrag.retrieval import ChunkRetriever, ConceptRetriever
 from surreal_kgrag.schema import IndexSettings
 from surreal_kgrag.stats import get_stats
 from surreal_kgrag.store import SurrealStore

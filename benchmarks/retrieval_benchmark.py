@@ -22,17 +22,17 @@ from pathlib import Path
 
 from surreal_kgrag import Ingestor, SurrealStore
 from surreal_kgrag.evaluate import evaluate_retriever, load_queries
-from surreal_kgrag.retrieve import HybridRetriever, make_retriever
+from surreal_kgrag.retrieval import HybridRetriever, make_retriever
+from surreal_kgrag.retrieval.plan import run
 
 
 def fusion_timing(store: SurrealStore, retriever: HybridRetriever, questions: list[str]) -> dict[str, float]:
     """Median time to fuse the three hybrid channels: client-side RRF vs ``search::rrf`` in the database."""
     client, server = [], []
     for question in questions:
-        request = retriever._request(question, 10, None, None, {})
-        channels = retriever._drive(retriever._channels(request))
+        channels = run(store, retriever.channels_for(question, k=10))
         t = time.perf_counter()
-        retriever._fuse(channels)
+        retriever.fuse(channels)
         client.append((time.perf_counter() - t) * 1000)
         lists = [[{"id": hit.doc} for hit in hits] for hits in channels.values()]
         t = time.perf_counter()

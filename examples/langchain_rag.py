@@ -20,7 +20,7 @@ from langchain_core.runnables import RunnableParallel, RunnablePassthrough
 
 from langchain_surreal_kgrag import SurrealKGRetriever, format_documents
 from surreal_kgrag import Ingestor, SurrealStore
-from surreal_kgrag.retrieve import make_retriever
+from surreal_kgrag.retrieval import make_retriever
 
 DATA = Path(__file__).resolve().parent / "data"
 

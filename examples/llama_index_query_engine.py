@@ -19,7 +19,7 @@ from llama_index.core.schema import NodeRelationship
 from llama_index.retrievers.surreal_kgrag import SurrealKGRetriever
 
 from surreal_kgrag import Ingestor, SurrealStore
-from surreal_kgrag.retrieve import make_retriever
+from surreal_kgrag.retrieval import make_retriever
 
 DATA = Path(__file__).resolve().parent / "data"
 

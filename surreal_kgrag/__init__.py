@@ -11,7 +11,6 @@ from .errors import (
     StoreConnectionError,
     StoreLockedError,
 )
-from .filters import FilterError, compile_filter
 from .ingest import IngestConfig, Ingestor, delete_documents
 from .models import ConceptMention, IngestSummary, LoadFailure, SourceDocument, StoreStats, TextChunk
 from .rerank import (
@@ -23,7 +22,7 @@ from .rerank import (
     RerankerChain,
     RerankWarning,
 )
-from .retrieve import (
+from .retrieval import (
     ChunkHit,
     ChunkRetriever,
     ConceptMatch,
@@ -36,8 +35,10 @@ from .retrieve import (
     RetrievalResult,
     RetrievedDocument,
     RetrieverConfig,
+    Scope,
     make_retriever,
 )
+from .retrieval.filters import FilterError, compile_filter
 from .schema import IndexSettings, ensure_schema
 from .stats import get_stats
 from .store import StoreConfig, SurrealStore
@@ -78,6 +79,7 @@ __all__ = [
     "RetrievedDocument",
     "RetrieverConfig",
     "SchemaMismatchError",
+    "Scope",
     "SentenceChunker",
     "SourceDocument",
     "StoreConfig",

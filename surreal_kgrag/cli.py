@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from .errors import KGRagError
+from .retrieval.options import access_labels
 from .store import DEFAULT_URL, StoreConfig, SurrealStore
 
 MODES = ["chunk", "concept", "hybrid", "graph"]
@@ -98,10 +99,10 @@ def _filters(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from .retrieve import make_retriever
+    from .retrieval import make_retriever
 
     with _store(args) as store:
-        retriever = make_retriever(args.mode, store, embedder=args.embedder)
+        retriever = make_retriever(args.mode, store, embedder=args.embedder, access=args.access)
         result = retriever.search(args.text, k=args.k, filters=_filters(args))
     lines = []
     for rank, doc in enumerate(result.documents, 1):
@@ -124,7 +125,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     from .evaluate import EvalReport, evaluate_retriever, load_queries, plot_report
     from .ingest import Ingestor
-    from .retrieve import make_retriever
+    from .retrieval import make_retriever
 
     ks = sorted({int(k) for k in args.k.split(",")})
     queries = load_queries(args.queries)
@@ -196,6 +197,11 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--mode", choices=MODES, default="hybrid", help="retrieval mode (default: hybrid)")
     query.add_argument("-k", type=int, default=5, help="documents to return (default: 5)")
     query.add_argument("--filter", help='JSON filter, e.g. \'{"metadata.year": {"$gte": 2000}}\'')
+    query.add_argument(
+        "--access", type=access_labels, default=None,
+        help="comma-separated access labels: only documents carrying one of them ('' finds nothing; "
+        "default: no label restriction)",
+    )
     query.add_argument("--explain", action="store_true", help="show the paths (query -> concept -> chunk -> document)")
     query.set_defaults(func=cmd_query)
 

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from .errors import LoaderError
-from .retrieve import BaseRetriever
+from .retrieval import BaseRetriever
 
 
 class EvalQuery(BaseModel):

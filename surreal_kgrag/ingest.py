@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from surrealdb import RecordID
 from tqdm.auto import tqdm
 
+from . import wire
 from .chunking import SentenceChunker
 from .embed import Embedder, resolve_embedder
 from .errors import LoaderError, QueryExecutionError
@@ -239,7 +240,7 @@ class Ingestor:
                     "title": doc.title,
                     "content_type": doc.content_type,
                     "content_hash": doc.content_hash,
-                    "metadata": doc.metadata,
+                    "metadata": wire.with_nulls(doc.metadata),
                     "access": list(doc.access),
                     "chunk_count": len(chunks),
                 },

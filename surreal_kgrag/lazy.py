@@ -10,14 +10,15 @@ import threading
 from typing import Any
 
 from .ingest import IngestConfig, Ingestor
-from .retrieve import BaseRetriever, make_retriever
+from .retrieval import BaseRetriever, make_retriever
 from .store import SurrealStore
 
 
 class LazyRetriever:
     """``make_retriever(mode, SurrealStore(url, ...), ...)``, run on the first access to ``.retriever``.
 
-    ``filters`` and ``reranker`` are passed to ``make_retriever`` only when set. A store this object
+    ``filters``, ``access`` and ``reranker`` are passed to ``make_retriever`` only when set (``access``
+    and ``filters`` are the retriever's scope: what every search may read). A store this object
     opened is closed by ``close()``; one given through :meth:`wrap` belongs to the caller.
     """
 
@@ -33,6 +34,7 @@ class LazyRetriever:
         embedder: Any = None,
         k: int = 5,
         filters: Any = None,
+        access: list[str] | None = None,
         reranker: Any = None,
         options: dict[str, Any] | None = None,
     ) -> None:
@@ -40,7 +42,8 @@ class LazyRetriever:
         self._store_args: dict[str, Any] = {"namespace": namespace, "database": database, "username": username, "password": password}
         self.url = url
         self._retriever_args: dict[str, Any] = {"embedder": embedder, "k": k, **(options or {})}
-        self._retriever_args.update({name: value for name, value in (("filters", filters), ("reranker", reranker)) if value is not None})
+        given = (("filters", filters), ("access", access), ("reranker", reranker))
+        self._retriever_args.update({name: value for name, value in given if value is not None})
         self._retriever: BaseRetriever | None = None
         self._owns_store = False
         self._lock = threading.Lock()

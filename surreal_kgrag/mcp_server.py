@@ -4,6 +4,8 @@
 
 It serves over stdio the same six tools, with the same JSON schemas, as :class:`ToolDispatcher`;
 a bad call comes back as a tool result with ``isError`` set and the dispatcher's error JSON as text.
+``--access public,staff`` and ``--filter '{"tenant": "acme"}'`` bound everything the tools can read
+(see :class:`~surreal_kgrag.Scope`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from pydantic import ValidationError
 
 from . import __version__
 from .errors import KGRagError
-from .retrieve import RETRIEVERS
+from .retrieval import RETRIEVERS, Scope
+from .retrieval.options import access_labels, filter_spec
 from .store import DEFAULT_URL, StoreConfig, SurrealStore
 from .tools import ToolDispatcher
 
@@ -75,6 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--mode", choices=sorted(RETRIEVERS), default="chunk", help="retriever behind search_chunks (default: chunk)"
     )
     parser.add_argument(
+        "--access", type=access_labels, default=None,
+        help="comma-separated access labels: serve only documents carrying one of them ('' serves nothing; "
+        "default: no label restriction)",
+    )
+    parser.add_argument("--filter", type=filter_spec, default=None, help="JSON filter every served document must match")
+    parser.add_argument(
         "--embedder", default=None,
         help="the embedder the store was built with: sentence-transformers name or path, or openai:<model> "
         "(default: all-MiniLM-L6-v2)",
@@ -89,7 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             url=args.db, namespace=args.ns, database=args.database, username=args.user, password=args.password
         )
         with SurrealStore(config=config) as store:
-            server = build_server(ToolDispatcher(store, mode=args.mode, embedder=args.embedder))
+            scope = Scope(access=args.access, filters=args.filter)
+            server = build_server(ToolDispatcher(store, mode=args.mode, embedder=args.embedder, scope=scope))
             anyio.run(serve_stdio, server)
     except (KGRagError, ValidationError) as error:
         print(f"surreal-kgrag-mcp: {error}", file=sys.stderr)

@@ -16,6 +16,7 @@ hands its output to the concept reranker; only the last stage cuts to ``k``.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import threading
 import warnings
@@ -31,8 +32,9 @@ from surrealdb import RecordID
 from .embed import Embedder, _make_client, resolve_embedder
 from .errors import ConfigurationError, KGRagError, ModelNotAvailableError
 from .extract import ConceptExtractor, normalise_concept, resolve_extractor
-from .retrieve import ChunkHit, RetrievedDocument
+from .retrieval import ChunkHit, RetrievedDocument, Scope
 from .store import SurrealStore, checked_int
+from .surql import CompiledFilter
 
 if TYPE_CHECKING:
     import openai
@@ -98,6 +100,11 @@ class Reranker(ABC):
     ) -> list[RetrievedDocument]:
         return await asyncio.to_thread(self.rerank, query, documents, k=k, query_embedding=query_embedding)
 
+    def scoped(self, scope: Scope) -> Reranker:
+        """This reranker restricted to ``scope``; the retriever calls it with each search's scope.
+        Rerankers that read the store read within it; the others are returned as they are."""
+        return self
+
     def __or__(self, other: RerankerLike) -> RerankerChain:
         return RerankerChain([self, other])
 
@@ -156,6 +163,10 @@ class RerankerChain(Reranker):
             else:
                 docs = await arerank(query, docs, k=stage_k, query_embedding=query_embedding)
         return docs
+
+    def scoped(self, scope: Scope) -> RerankerChain:
+        stages = [stage.scoped(scope) if isinstance(stage, Reranker) else stage for stage in self.rerankers]
+        return RerankerChain(stages)
 
     def _stages(self, k: int | None) -> list[tuple[RerankerLike, int | None]]:
         """Each stage with the k it gets: only the last one cuts."""
@@ -290,25 +301,49 @@ def _unit(array: np.ndarray) -> np.ndarray:
     return np.divide(array, norms, out=np.zeros_like(array), where=norms > 0)
 
 
-class MMRReranker(_RankingReranker):
+class _StoreReader:
+    """Reads chunks by id within the reranker's scope (``scoped`` narrows it per search)."""
+
+    store: SurrealStore
+    scope: Scope
+
+    def scoped(self, scope: Scope) -> Any:
+        narrowed = copy.copy(self)
+        narrowed.scope = self.scope.narrow(scope)
+        return narrowed
+
+    def _query(self, name: str, ids: list[RecordID]) -> list[dict[str, Any]]:
+        params, placeholders = _scoped_read(ids, self.scope)
+        return self.store.query(name, params, **placeholders)[-1]
+
+    async def _aquery(self, name: str, ids: list[RecordID]) -> list[dict[str, Any]]:
+        params, placeholders = _scoped_read(ids, self.scope)
+        return (await self.store.aquery(name, params, **placeholders))[-1]
+
+
+class MMRReranker(_StoreReader, _RankingReranker):
     """Maximal marginal relevance: relevant to the query, different from what is already picked.
 
     Relevance is the cosine similarity of the query embedding (``query_embedding``, else the
     ``embedder``'s embedding of the query) to the stored embedding of each document's best chunk;
     redundancy is the similarity between those chunk embeddings, fetched in one query.
     ``lambda_mult=1`` ranks by relevance alone, ``0`` by diversity alone. Scores become the MMR value.
-    Use the embedder the store was built with.
+    Use the embedder the store was built with. Embeddings are read within ``scope`` (and the scope
+    of the search the reranker serves): a chunk outside it is treated as absent.
     """
 
-    def __init__(self, store: SurrealStore, embedder: Embedder | Any = None, lambda_mult: float = 0.5) -> None:
+    def __init__(
+        self, store: SurrealStore, embedder: Embedder | Any = None, lambda_mult: float = 0.5, scope: Scope | None = None
+    ) -> None:
         self.store = store
         self.embedder = resolve_embedder(embedder)
         self.lambda_mult = _fraction("lambda_mult", lambda_mult)
+        self.scope = _store_scope(store, scope)
 
     def _rank(self, query: str, documents: list[RetrievedDocument], query_embedding: np.ndarray | None) -> Ranking:
         if query_embedding is None:
             query_embedding = self.embedder.embed_query(query)
-        rows = self.store.query("chunk_embeddings", {"ids": _best_chunk_ids(documents)})[-1]
+        rows = self._query("chunk_embeddings", _best_chunk_ids(documents))
         return self._select(query_embedding, documents, rows)
 
     async def _arank(
@@ -316,7 +351,7 @@ class MMRReranker(_RankingReranker):
     ) -> Ranking:
         if query_embedding is None:
             query_embedding = await self.embedder.aembed_query(query)
-        rows = (await self.store.aquery("chunk_embeddings", {"ids": _best_chunk_ids(documents)}))[-1]
+        rows = await self._aquery("chunk_embeddings", _best_chunk_ids(documents))
         return self._select(query_embedding, documents, rows)
 
     def _select(self, query_embedding: np.ndarray, documents: list[RetrievedDocument], rows: list[dict[str, Any]]) -> Ranking:
@@ -340,6 +375,17 @@ class MMRReranker(_RankingReranker):
 
     def __repr__(self) -> str:
         return f"MMRReranker(lambda_mult={self.lambda_mult})"
+
+
+def _scoped_read(ids: list[RecordID], scope: Scope) -> tuple[dict[str, Any], dict[str, CompiledFilter]]:
+    """Params and placeholders of a read of chunks by id within ``scope``."""
+    condition = scope.compile()
+    return {"ids": ids, **condition.params}, {"filter": condition}
+
+
+def _store_scope(store: SurrealStore, scope: Scope | None) -> Scope:
+    """``scope``, also restricted to a record user's labels on a store signed in as one."""
+    return Scope.of(scope).narrow(Scope(record_user=bool(store.config.access)))
 
 
 def _best_chunk_ids(documents: list[RetrievedDocument]) -> list[RecordID]:
@@ -581,20 +627,24 @@ def _json_object(text: str) -> Any:
 # Concept overlap
 
 
-class ConceptOverlapReranker(_RankingReranker):
+class ConceptOverlapReranker(_StoreReader, _RankingReranker):
     """Boosts documents whose retrieved chunks mention the concepts found in the query.
 
     The query's concepts come from ``extractor`` (default: the spaCy extractor) with the names
     normalised as at ingest; each document's concepts are those its chunks in the result mention
     (``MENTIONS_CONCEPT`` edges, one query). Score = ``(1 - weight) * min-max normalised input score
     + weight * fraction of the query's concepts the document mentions``; ties keep the input order.
-    A query with no concepts leaves the order unchanged.
+    A query with no concepts leaves the order unchanged. Chunks are read within ``scope`` (and the
+    scope of the search the reranker serves).
     """
 
-    def __init__(self, store: SurrealStore, extractor: ConceptExtractor | Any = None, weight: float = 0.5) -> None:
+    def __init__(
+        self, store: SurrealStore, extractor: ConceptExtractor | Any = None, weight: float = 0.5, scope: Scope | None = None
+    ) -> None:
         self.store = store
         self.extractor = resolve_extractor(extractor)
         self.weight = _fraction("weight", weight)
+        self.scope = _store_scope(store, scope)
 
     def query_concepts(self, query: str) -> list[str]:
         """The normalised concept names of the query, in order of first mention."""
@@ -603,14 +653,14 @@ class ConceptOverlapReranker(_RankingReranker):
 
     def _rank(self, query: str, documents: list[RetrievedDocument], query_embedding: np.ndarray | None) -> Ranking:
         wanted = self.query_concepts(query)
-        rows = self.store.query("chunk_concepts", {"ids": _chunk_ids(documents)})[-1] if wanted else []
+        rows = self._query("chunk_concepts", _chunk_ids(documents)) if wanted else []
         return self._combine(documents, wanted, rows)
 
     async def _arank(
         self, query: str, documents: list[RetrievedDocument], query_embedding: np.ndarray | None
     ) -> Ranking:
         wanted = await asyncio.to_thread(self.query_concepts, query)
-        rows = (await self.store.aquery("chunk_concepts", {"ids": _chunk_ids(documents)}))[-1] if wanted else []
+        rows = await self._aquery("chunk_concepts", _chunk_ids(documents)) if wanted else []
         return self._combine(documents, wanted, rows)
 
     def _combine(self, documents: list[RetrievedDocument], wanted: list[str], rows: list[dict[str, Any]]) -> Ranking:

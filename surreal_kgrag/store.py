@@ -27,7 +27,7 @@ from surrealdb.data.cbor import decode as decode_cbor
 
 from . import surql, wire
 from .errors import ConfigurationError, QueryExecutionError, StoreConnectionError, StoreLockedError
-from .filters import CompiledFilter
+from .surql import CompiledFilter
 
 T = TypeVar("T")
 # One query of a batch: the surql file name, its bound params, its {{placeholder}} values.
@@ -352,10 +352,14 @@ class _EmbeddedConnection(_Connection):
 
     async def _open(self) -> None:
         await self.db.connect()
-        credentials = _signin_vars(self.config)
-        if credentials is not None:
-            await self.db.signin(credentials)
-        await self.db.use(self.config.namespace, self.config.database)
+        try:
+            credentials = _signin_vars(self.config)
+            if credentials is not None:
+                await self.db.signin(credentials)
+            await self.db.use(self.config.namespace, self.config.database)
+        except BaseException:
+            await self.db.close()  # a failed sign-in must not keep the file locked
+            raise
 
     @classmethod
     def acquire(cls, config: StoreConfig) -> _EmbeddedConnection:
@@ -373,6 +377,11 @@ class _EmbeddedConnection(_Connection):
                     f"{config.url} is already open in this process for namespace "
                     f"{shared.config.namespace!r} / database {shared.config.database!r}; an embedded "
                     "file is one handle per process, so use the same namespace and database (or a server)"
+                )
+            elif _signin_vars(shared.config) != _signin_vars(config):  # one handle is one session
+                raise ConfigurationError(
+                    f"{config.url} is already open in this process signed in as another user; an embedded "
+                    "file is one handle, and one session, per process: close the other store first (or use a server)"
                 )
             else:
                 connection = shared

@@ -9,11 +9,31 @@ those are checked to be plain integers first.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from .errors import ConfigurationError
-from .filters import CompiledFilter
+
+
+@dataclass(frozen=True)
+class CompiledFilter:
+    """A SurrealQL boolean condition and the values it binds: the one kind of text, besides checked
+    integers, that ``render`` puts into a query. The filter compiler
+    (``surreal_kgrag.retrieval.filters``) builds it from fixed operators, validated field paths and
+    ``$param`` references only; it is evaluated on a row that has ``doc`` (the document record) and
+    ``access`` (the document's access labels)."""
+
+    condition: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def clause(self, keyword: str = "AND") -> str:
+        """The condition prefixed by ``keyword``, or nothing when there is no condition."""
+        return f"{keyword} ({self.condition})" if self.condition else ""
+
+
+NO_FILTER = CompiledFilter("")
 
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -39,8 +59,8 @@ def load(name: str, major_version: int = 3) -> str:
 
 
 def render(text: str, **values: int | CompiledFilter) -> str:
-    """Fill ``{{name}}`` placeholders with integers, or with a filter condition compiled by
-    ``surreal_kgrag.filters`` (validated field paths and ``$param`` references only)."""
+    """Fill ``{{name}}`` placeholders with integers, or with a :class:`CompiledFilter` condition
+    (validated field paths and ``$param`` references only)."""
     for key, value in values.items():
         if not isinstance(value, CompiledFilter) and (isinstance(value, bool) or not isinstance(value, int)):
             raise ConfigurationError(f"{key} must be an integer, got {value!r}")

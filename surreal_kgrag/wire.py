@@ -16,7 +16,7 @@ from io import BytesIO
 from typing import Any
 
 import numpy as np
-from surrealdb import RecordID
+from surrealdb import Null, RecordID
 from surrealdb.data.cbor import _SurrealEncoder, default_encoder
 from surrealdb.data.types.constants import TAG_RECORD_ID
 
@@ -77,4 +77,27 @@ def plain(value: Any) -> Any:
         return {k: plain(v) for k, v in value.items()}
     if type(value) in (list, tuple):
         return [plain(v) for v in value]
+    return value
+
+
+def with_nulls(value: Any) -> Any:
+    """``value`` with every ``None`` inside it sent as SurrealDB's NULL. The SDK sends ``None`` as
+    NONE, and an object field set to NONE is dropped: a ``null`` metadata value would vanish."""
+    if value is None:
+        return Null
+    if isinstance(value, dict):
+        return {k: with_nulls(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [with_nulls(v) for v in value]
+    return value
+
+
+def without_nulls(value: Any) -> Any:
+    """``value`` as read back, with SurrealDB's NULL (the SDK's ``Null``) as ``None`` again."""
+    if value is Null:
+        return None
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
     return value

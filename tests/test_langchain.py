@@ -17,7 +17,7 @@ from langchain_tests.unit_tests import ToolsUnitTests
 
 from langchain_surreal_kgrag import SurrealKGRetriever, create_kg_search_tool
 from surreal_kgrag import ConfigurationError, Ingestor, StoreConnectionError, SurrealStore
-from surreal_kgrag.retrieve import RETRIEVERS, make_retriever
+from surreal_kgrag.retrieval import RETRIEVERS, make_retriever
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
 QUESTION = "Where was Marie Curie born?"

@@ -19,7 +19,7 @@ from surrealdb import RecordID
 
 from surreal_kgrag import IngestConfig, Ingestor, RetrievedDocument, StoreConnectionError, SurrealStore
 from surreal_kgrag.chunking import SentenceChunker
-from surreal_kgrag.retrieve import RETRIEVERS, make_retriever
+from surreal_kgrag.retrieval import RETRIEVERS, make_retriever
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
 QUESTION = "Where was Marie Curie born?"

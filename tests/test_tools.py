@@ -22,7 +22,7 @@ from surrealdb import RecordID
 
 from surreal_kgrag import IngestConfig, Ingestor, SurrealStore, get_stats
 from surreal_kgrag.chunking import SentenceChunker
-from surreal_kgrag.retrieve import ChunkRetriever
+from surreal_kgrag.retrieval import ChunkRetriever
 from surreal_kgrag.tools import (
     TOOLS,
     ChunkSearchResult,
@@ -192,7 +192,11 @@ def test_search_chunks_filters_reach_the_retriever(tools):
     answer = json.loads(tools.call("search_chunks", {"query": "physicist", "filters": {"metadata.topic": "nobel"}}))
     assert [d["id"] for d in answer["documents"]] == ["nobel"]
     hostile = json.loads(tools.call("search_chunks", {"query": "physicist", "filters": {"x; REMOVE TABLE chunk": 1}}))
-    assert "invalid filter field" in hostile["error"]["message"]
+    assert hostile["documents"] == []  # a metadata key like any other, bound as a value: nothing has it
+    mistyped = json.loads(tools.call("search_chunks", {"query": "physicist", "filters": {"title": {"$gt": 5}}}))
+    assert mistyped["error"]["type"] == "invalid_arguments" and "takes a string" in mistyped["error"]["message"]
+    huge = json.loads(tools.call("search_chunks", {"query": "physicist", "filters": {"year": {"$gt": 2**70}}}))
+    assert huge["error"]["type"] == "invalid_arguments" and "64 bits" in huge["error"]["message"]
 
 
 def test_search_concepts_ranks_by_similarity_with_mention_counts(tools, oracle):

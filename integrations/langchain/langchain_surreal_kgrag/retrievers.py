@@ -15,9 +15,9 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 
-from surreal_kgrag import IngestConfig, IngestSummary, RetrievedDocument
+from surreal_kgrag import IngestConfig, IngestSummary, RetrievedDocument, Scope
 from surreal_kgrag.lazy import LazyRetriever
-from surreal_kgrag.retrieve import BaseRetriever as CoreRetriever
+from surreal_kgrag.retrieval import BaseRetriever as CoreRetriever
 from surreal_kgrag.store import checked_int
 
 CHUNK_SEPARATOR = "\n\n"
@@ -37,7 +37,8 @@ class SurrealKGRetriever(BaseRetriever):
     ``id`` is the document key; ``metadata`` holds the document's own metadata plus ``document_id``,
     ``title``, ``source``, ``score``, ``mode``, ``concepts`` (names of the matched concepts, best
     first) and ``chunk_ids`` (the chunks in ``page_content``). The keys listed win over stored
-    metadata keys of the same name.
+    metadata keys of the same name. ``access`` and ``filters`` bound everything it reads; a call's
+    ``filters`` narrow them (see ``surreal_kgrag.Scope``).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -56,6 +57,10 @@ class SurrealKGRetriever(BaseRetriever):
         description="None (MiniLM), a model name, 'openai:<model>', a LangChain Embeddings or a core Embedder; must match the store's",
     )
     filters: Any = Field(None, description="metadata filter passed unchanged to the core, e.g. {'metadata.year': {'$gte': 2000}}")
+    access: list[str] | None = Field(
+        None,
+        description="access labels: only documents carrying one of them are ever read (None: no label restriction, []: nothing)",
+    )
     reranker: Any = Field(None, description="an object with rerank(query, documents, *, k, query_embedding=None)")
     retriever_options: dict[str, Any] = Field(
         default_factory=dict, description="other core RetrieverConfig fields: candidates, ef, threshold"
@@ -75,6 +80,7 @@ class SurrealKGRetriever(BaseRetriever):
             embedder=self.embedder,
             k=self.k,
             filters=self.filters,
+            access=self.access,
             reranker=self.reranker,
             options=self.retriever_options,
         )
@@ -120,6 +126,9 @@ class SurrealKGRetriever(BaseRetriever):
         args: dict[str, Any] = {"k": self.k if k is None else checked_int("k", k, maximum=1000)}
         if filters is not None:
             args["filters"] = filters
+        if self.access is not None or self.filters is not None:
+            # Already the built retriever's scope; a wrapped one (from_retriever) is narrowed to it.
+            args["scope"] = Scope(access=self.access, filters=self.filters)
         return args
 
     def _to_document(self, doc: RetrievedDocument, mode: str) -> Document:

@@ -24,10 +24,11 @@ from llama_index.core.schema import (
 )
 from surrealdb import RecordID
 
-from surreal_kgrag import ChunkHit, IngestConfig, IngestSummary, RetrievalResult, RetrievedDocument
+from surreal_kgrag import ChunkHit, IngestConfig, IngestSummary, RetrievalResult, RetrievedDocument, Scope
 from surreal_kgrag.lazy import LazyRetriever
-from surreal_kgrag.retrieve import BaseRetriever as CoreRetriever
+from surreal_kgrag.retrieval import BaseRetriever as CoreRetriever
 from surreal_kgrag.store import checked_int
+from surreal_kgrag.surql import CompiledFilter
 
 # Node metadata the retriever adds; kept out of the text the LLM and embedders see, except title and source.
 BOOKKEEPING_KEYS = ["document_id", "document_score", "chunk_index", "concepts", "mode"]
@@ -45,7 +46,8 @@ class SurrealKGRetriever(BaseRetriever):
     ``relationships`` has ``SOURCE`` (the document, so ``ref_doc_id`` works) and ``PREVIOUS`` /
     ``NEXT`` chunk ids when those chunks exist (``neighbours=True`` costs one small query per call).
     When the ``QueryBundle`` carries an ``embedding``, it is used instead of embedding the query
-    text; it must come from the same model the store was built with.
+    text; it must come from the same model the store was built with. ``access`` (labels) and
+    ``filters`` bound everything it reads (see ``surreal_kgrag.Scope``).
     """
 
     def __init__(
@@ -60,6 +62,7 @@ class SurrealKGRetriever(BaseRetriever):
         password: str | None = None,
         embedder: Any = None,
         filters: Any = None,
+        access: list[str] | None = None,
         reranker: Any = None,
         retriever_options: dict[str, Any] | None = None,
         max_chunks_per_document: int = 3,
@@ -72,6 +75,7 @@ class SurrealKGRetriever(BaseRetriever):
         self.k = checked_int("k", k, maximum=1000)
         self.max_chunks_per_document = checked_int("max_chunks_per_document", max_chunks_per_document)
         self.neighbours = neighbours
+        self.scope = Scope(access=access, filters=filters)
         self._lazy = LazyRetriever(
             mode,
             url=db_url,
@@ -82,6 +86,7 @@ class SurrealKGRetriever(BaseRetriever):
             embedder=embedder,
             k=self.k,
             filters=filters,
+            access=access,
             reranker=reranker,
             options=retriever_options,
         )
@@ -112,7 +117,8 @@ class SurrealKGRetriever(BaseRetriever):
         return self._to_nodes(result, counts)
 
     def _search_args(self, query_bundle: QueryBundle) -> dict[str, Any]:
-        args: dict[str, Any] = {"k": self.k}
+        # Already the built retriever's scope; a wrapped one (from_retriever) is narrowed to it.
+        args: dict[str, Any] = {"k": self.k, "scope": self.scope}
         if query_bundle.embedding is not None:
             args["embedding"] = list(query_bundle.embedding)
         return args
@@ -120,15 +126,22 @@ class SurrealKGRetriever(BaseRetriever):
     def _chunk_count_params(self, result: RetrievalResult) -> dict[str, Any] | None:
         if not self.neighbours or not result.documents:
             return None
-        return {"ids": [RecordID("document", doc.id) for doc in result.documents]}
+        return {"ids": [RecordID("document", doc.id) for doc in result.documents], **self._scope().params}
+
+    def _scope(self) -> CompiledFilter:
+        return self.core.scope.narrow(self.scope).compile()
 
     def _chunk_counts(self, result: RetrievalResult) -> dict[str, int]:
         params = self._chunk_count_params(result)
-        return _counts(self.core.store.query("document_chunk_counts", params)[-1]) if params else {}
+        if not params:
+            return {}
+        return _counts(self.core.store.query("document_chunk_counts", params, filter=self._scope())[-1])
 
     async def _achunk_counts(self, result: RetrievalResult) -> dict[str, int]:
         params = self._chunk_count_params(result)
-        return _counts((await self.core.store.aquery("document_chunk_counts", params))[-1]) if params else {}
+        if not params:
+            return {}
+        return _counts((await self.core.store.aquery("document_chunk_counts", params, filter=self._scope()))[-1])
 
     def _to_nodes(self, result: RetrievalResult, chunk_counts: dict[str, int]) -> list[NodeWithScore]:
         return [

@@ -1,0 +1,250 @@
+"""The retriever template: ``search()`` -> ``plan()`` (the queries, written once as a plan, see
+:mod:`.plan`) -> ranked ``RetrievedDocument``s -> optional reranker -> exactly ``k`` results."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from functools import partial
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..embed import Embedder, resolve_embedder
+from ..store import SurrealStore, checked_int
+from ..surql import CompiledFilter
+from . import plan as plans
+from .config import RetrieverConfig
+from .plan import Call, Plan
+from .results import RetrievalResult, RetrievedDocument
+from .scope import Scope
+
+
+class Request(BaseModel):
+    """One search, prepared: what every retriever's plan works from."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    query: str
+    k: int
+    fetch: int = Field(description="documents the plan ranks: k, or the rerank pool")
+    scope: Scope = Field(description="what the caller may read")
+    filter: CompiledFilter = Field(description="the scope ANDed with the call's filter")
+    embedding: list[float]
+    concepts: list[str] = Field(default_factory=list)
+
+    @property
+    def vector(self) -> np.ndarray:
+        """The embedding as float32: the embedded engine's encoder packs it in one step."""
+        return np.asarray(self.embedding, dtype=np.float32)
+
+
+class LRU:
+    """A small least-recently-used cache, safe to share between threads (LangChain's ``batch``
+    runs a retriever's invocations in a thread pool)."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self.size = size
+        self._items: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def lookup(self, key: str) -> Any:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def remember(self, key: str, value: Any) -> Any:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return value
+
+
+class BaseRetriever:
+    mode: ClassVar[str]
+    config_class: ClassVar[type[RetrieverConfig]] = RetrieverConfig
+    # KNN pool when the config names none: enough to fill k documents, and each vector fetched costs
+    # about 0.2 ms on the embedded engine, more than the HNSW search itself.
+    default_candidates: ClassVar[int] = 40
+
+    def __init__(
+        self,
+        store: SurrealStore,
+        *,
+        embedder: Embedder | Any = None,
+        config: RetrieverConfig | None = None,
+        reranker: Any = None,
+        scope: Scope | None = None,
+        **options: Any,
+    ) -> None:
+        self.store = store
+        self.embedder = resolve_embedder(embedder)
+        self.config = config or self.config_class(**options)
+        if not isinstance(self.config, self.config_class):
+            raise TypeError(f"{type(self).__name__} takes a {self.config_class.__name__}, got {type(self.config).__name__}")
+        self.reranker = reranker
+        # The config's access labels and filter, narrowed by `scope` (a bad filter fails here).
+        self.scope = Scope.of(scope, access=self.config.access, filters=self.config.filters).narrow(
+            Scope(record_user=bool(store.config.access))
+        )
+        self._embeddings = LRU()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(store={self.store!r}, k={self.config.k})"
+
+    # -- public API ------------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        filters: Mapping[str, Any] | None = None,
+        embedding: list[float] | None = None,
+        scope: Scope | None = None,
+    ) -> RetrievalResult:
+        """The ``k`` best documents for ``query`` within the retriever's scope; ``filters`` and
+        ``scope`` narrow it for this call (they are ANDed with it, never substituted)."""
+        timings: dict[str, float] = {}
+        result = plans.run(self.store, self.plan(query, k=k, filters=filters, embedding=embedding, scope=scope), timings)
+        return _timed(result, timings)
+
+    async def asearch(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        filters: Mapping[str, Any] | None = None,
+        embedding: list[float] | None = None,
+        scope: Scope | None = None,
+    ) -> RetrievalResult:
+        """Async ``search``: the same plan, awaited on the store's async connection."""
+        timings: dict[str, float] = {}
+        plan = self.plan(query, k=k, filters=filters, embedding=embedding, scope=scope)
+        result = await plans.arun(self.store, plan, timings)
+        return _timed(result, timings)
+
+    def plan(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        filters: Mapping[str, Any] | None = None,
+        embedding: list[float] | None = None,
+        scope: Scope | None = None,
+    ) -> Plan[RetrievalResult]:
+        """The search as a plan (see :mod:`surreal_kgrag.retrieval.plan`), for callers that drive
+        it themselves, such as the agent tools."""
+        request = yield from self.prepare(query, k=k, filters=filters, embedding=embedding, scope=scope)
+        documents = yield from self._plan(request)
+        if self.reranker is not None and documents:
+            documents = yield from self._rerank(request, documents)
+        return RetrievalResult(query=query, mode=self.mode, documents=documents[: request.k])
+
+    # -- request preparation ---------------------------------------------------------------------
+
+    def prepare(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        filters: Mapping[str, Any] | None = None,
+        embedding: list[float] | None = None,
+        scope: Scope | None = None,
+    ) -> Plan[Request]:
+        """The checked request a search runs: k, the scope and filter, the query's embedding (and,
+        in hybrid and graph modes, the concepts it names)."""
+        _check_query(query)
+        k = checked_int("k", k if k is not None else self.config.k, maximum=1000)
+        fetch = max(k, self.config.rerank_pool) if self.reranker is not None else k
+        narrowed = self.scope.narrow(scope)
+        compiled = narrowed.restrict(filters)
+        if embedding is None:
+            embedding = yield from self._embed(query)
+        request = Request(query=query, k=k, fetch=fetch, scope=narrowed, filter=compiled, embedding=list(embedding))
+        yield from self._analyze(request)
+        return request
+
+    def _embed(self, query: str) -> Plan[list[float]]:
+        cached = self._embeddings.lookup(query)
+        if cached is not None:
+            return cached
+        vector = yield Call(partial(self.embedder.embed_query, query), partial(self.embedder.aembed_query, query), "embed")
+        return self._embeddings.remember(query, _as_list(vector))
+
+    def _analyze(self, request: Request) -> Plan[None]:
+        """Work a mode needs before its queries (hybrid: the concepts the query names)."""
+        return
+        yield  # pragma: no cover - makes this a generator
+
+    def _rerank(self, request: Request, documents: list[RetrievedDocument]) -> Plan[list[RetrievedDocument]]:
+        # A reranker that reads the store reads within the request's scope.
+        scoped = getattr(self.reranker, "scoped", None)
+        reranker = scoped(request.scope) if scoped is not None else self.reranker
+        options = {"k": request.k, "query_embedding": request.embedding}
+        arerank = getattr(reranker, "arerank", None)
+        return (
+            yield Call(
+                partial(reranker.rerank, request.query, documents, **options),
+                partial(arerank, request.query, documents, **options) if arerank is not None else None,
+                "rerank",
+            )
+        )
+
+    # -- the query plan --------------------------------------------------------------------------
+
+    def _plan(self, request: Request) -> Plan[list[RetrievedDocument]]:
+        raise NotImplementedError
+
+    def _candidates(self, request: Request) -> int:
+        """The first KNN pool: the configured one, and at least twice the documents wanted."""
+        return min(max(self.config.candidates or self.default_candidates, 2 * request.fetch), MAX_CANDIDATES)
+
+    def _knn_placeholders(self, request: Request, candidates: int) -> dict[str, Any]:
+        return {
+            "candidates": checked_int("candidates", candidates),
+            "ef": checked_int("ef", max(self.config.ef, candidates)),
+            "filter": request.filter,
+        }
+
+
+#: The largest KNN pool a search grows to while grouping leaves fewer than k documents.
+MAX_CANDIDATES = 5000
+
+
+def grow(candidates: int, found: int, wanted: int, fetched: int) -> int | None:
+    """The next, larger KNN pool when a search found fewer than ``wanted`` results although the
+    pool came back full (``fetched == candidates``: more vectors may lead to more documents);
+    None when there is nothing more to find or the pool is at its limit."""
+    if found >= wanted or fetched < candidates or candidates >= MAX_CANDIDATES:
+        return None
+    return min(candidates * 4, MAX_CANDIDATES)
+
+
+def _timed(result: RetrievalResult, timings: Mapping[str, float]) -> RetrievalResult:
+    return result.model_copy(
+        update={
+            "embed_ms": timings.get("embed", 0.0) * 1000,
+            "analyze_ms": timings.get("analyze", 0.0) * 1000,
+            "search_ms": timings.get(plans.SEARCH, 0.0) * 1000,
+            "rerank_ms": timings.get("rerank", 0.0) * 1000,
+        }
+    )
+
+
+def _check_query(query: Any) -> None:
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError(f"the query must be a non-empty string, got {query!r}")
+
+
+def _as_list(vector: np.ndarray) -> list[float]:
+    return np.asarray(vector, dtype=np.float32).reshape(-1).tolist()

@@ -1,0 +1,14 @@
+"""Concept-based retrieval."""
+
+from __future__ import annotations
+
+from .grouped import GroupedRetriever
+
+
+class ConceptRetriever(GroupedRetriever):
+    """Concept-based retrieval: nearest concepts, then the chunks that mention them, grouped by
+    document (``search_concepts.surql``)."""
+
+    mode = "concept"
+    query_file = "search_concepts"
+    default_candidates = 10

@@ -1,0 +1,161 @@
+"""Channel hits and how they are fused into one ranking (hybrid and graph retrieval)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ..ids import chunk_document_key
+from .results import Channel, ChunkHit, ConceptMatch, ProvenancePath, RetrievedDocument
+
+
+class Hit(BaseModel):
+    """One chunk a channel found, with the concepts (and graph hop) that led to it."""
+
+    doc: str
+    chunk: str
+    score: float
+    channel: Channel
+    concepts: list[ConceptMatch] = Field(default_factory=list)
+    via: str | None = None
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any], channel: Channel) -> Hit:
+        concepts = [
+            ConceptMatch(id=str(c["id"].id), name=c["name"], score=float(c["score"])) for c in row.get("concepts") or []
+        ]
+        if channel == "graph":
+            concepts = [ConceptMatch(id=str(row["concept"].id), name=row["name"], score=float(row["score"]))]
+        chunk = str(row["chunk"].id)
+        return cls(
+            doc=str(row["doc"].id) if "doc" in row else chunk_document_key(chunk),
+            chunk=chunk,
+            score=float(row["score"]),
+            channel=channel,
+            concepts=concepts,
+            via=str(row["seed"].id) if channel == "graph" else None,
+        )
+
+    def paths(self) -> list[ProvenancePath]:
+        base = {"channel": self.channel, "score": self.score, "document_id": self.doc, "chunk_id": self.chunk, "via_chunk_id": self.via}
+        if not self.concepts:
+            return [ProvenancePath(**base)]
+        return [ProvenancePath(**base, concept=concept) for concept in self.concepts]
+
+
+def fuse(
+    channels: Mapping[str, list[Hit]],
+    weights: Mapping[Any, float],
+    fusion: Literal["rrf", "weighted"],
+    rrf_k: int,
+) -> list[tuple[str, float]]:
+    """Documents by fused score, best first; each channel's hits are sorted best first. A document
+    counts once per channel, at its best hit there."""
+    scores = _fused({channel: best_per_document(hits) for channel, hits in channels.items()}, weights, fusion, rrf_k)
+    return sorted(scores.items(), key=lambda item: -item[1])
+
+
+def fuse_chunks(
+    channels: Mapping[str, list[Hit]],
+    weights: Mapping[Any, float],
+    fusion: Literal["rrf", "weighted"],
+    rrf_k: int,
+) -> dict[str, float]:
+    """Each chunk's fused score, by the same formula as :func:`fuse` over the chunks' own ranks, so a
+    chunk's score and its document's are on one scale. A chunk counts once per channel however
+    many paths (concepts, graph hops) led to it there."""
+    ranked = {channel: _best_per_chunk(hits) for channel, hits in channels.items()}
+    return dict(_fused(ranked, weights, fusion, rrf_k))
+
+
+def _fused(
+    ranked: Mapping[str, list[tuple[str, float]]],
+    weights: Mapping[Any, float],
+    fusion: Literal["rrf", "weighted"],
+    rrf_k: int,
+) -> dict[str, float]:
+    """Reciprocal rank fusion (sum of weight / (rrf_k + rank)) or the sum of weighted min-max
+    normalised scores, over per-channel lists of (key, score), best first."""
+    scores: dict[str, float] = defaultdict(float)
+    for channel, best in ranked.items():
+        weight = weights.get(channel, 1.0)
+        if fusion == "rrf":
+            for rank, (key, _) in enumerate(best):
+                scores[key] += weight / (rrf_k + rank + 1)
+        elif best:
+            top, low = best[0][1], best[-1][1]
+            for key, score in best:
+                scores[key] += weight * ((score - low) / (top - low) if top > low else 1.0)
+    return scores
+
+
+def graph_hits(paths: list[dict[str, Any]], chunks: list[dict[str, Any]], limit: int) -> list[Hit]:
+    """The best ``limit`` paths, each scored by the chunk it reaches (chunks the filter dropped are absent)."""
+    reached = {str(row["chunk"].id): row for row in chunks}
+    rows = [{**path, **reached[key]} for path in paths if (key := str(path["chunk"].id)) in reached]
+    rows.sort(key=lambda row: -row["score"])
+    return [Hit.of(row, "graph") for row in rows[:limit]]
+
+
+def best_per_document(hits: list[Hit]) -> list[tuple[str, float]]:
+    best: dict[str, float] = {}
+    for hit in hits:  # sorted best first
+        best.setdefault(hit.doc, hit.score)
+    return list(best.items())
+
+
+def _best_per_chunk(hits: list[Hit]) -> list[tuple[str, float]]:
+    best: dict[str, float] = {}
+    for hit in hits:  # sorted best first
+        if hit.chunk:
+            best.setdefault(hit.chunk, hit.score)
+    return list(best.items())
+
+
+def top_chunks(hits: list[Hit], n: int, *, ids: bool = False) -> list[Any]:
+    """A document's chunks ordered by how many channels found them (a chunk reached by several
+    paths of one channel counts once for it), then by best rank; first ``n``."""
+    channels: dict[str, set[str]] = defaultdict(set)
+    order: dict[str, int] = {}
+    for position, hit in enumerate(hits):
+        if hit.chunk:
+            channels[hit.chunk].add(hit.channel)
+            order.setdefault(hit.chunk, position)
+    ranked = sorted(channels, key=lambda c: (-len(channels[c]), order[c]))[:n]
+    if ids:
+        return ranked
+    keep = set(ranked)
+    return [hit for hit in hits if hit.chunk in keep]
+
+
+def chunk_from(row: Mapping[str, Any], hits: list[Hit], score: float) -> ChunkHit:
+    """A hydrated chunk with its fused ``score`` and the concepts that led to it."""
+    chunk_id = str(row["id"].id)
+    concepts: dict[str, ConceptMatch] = {}
+    for hit in hits:
+        if hit.chunk != chunk_id:
+            continue
+        for concept in hit.concepts:
+            if concept.id not in concepts or concept.score > concepts[concept.id].score:
+                concepts[concept.id] = concept
+    ranked = sorted(concepts.values(), key=lambda c: -c.score)
+    return ChunkHit(id=chunk_id, index=row["index"], content=row["content"], score=score, concepts=ranked)
+
+
+def per_chunk(documents: list[RetrievedDocument]) -> list[RetrievedDocument]:
+    """group_by='chunk': one result per chunk (a document may appear more than once), best first."""
+    rows = [
+        doc.model_copy(
+            update={
+                "score": chunk.score,
+                "chunks": [chunk],
+                "provenance": [p for p in doc.provenance if p.chunk_id == chunk.id],
+            }
+        )
+        for doc in documents
+        for chunk in doc.chunks
+    ]
+    return sorted(rows, key=lambda d: -d.score)

@@ -1,0 +1,74 @@
+"""The two published query patterns (chunk KNN, concept KNN walked to chunks): one query returns
+rows already grouped by document, shaped here into ``RetrievedDocument``s."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .base import BaseRetriever, Request, grow
+from .fusion import per_chunk
+from .plan import Plan, Query
+from .results import Channel, ChunkHit, ConceptMatch, ProvenancePath, RetrievedDocument
+
+
+class GroupedRetriever(BaseRetriever):
+    """Runs ``query_file`` and aggregates its per-document rows (``aggregate``, ``group_by``)."""
+
+    query_file: str
+
+    def _plan(self, request: Request) -> Plan[list[RetrievedDocument]]:
+        limit = request.fetch if self.config.aggregate == "max" and self.config.group_by == "document" else 10_000
+        params = {
+            "embedding": request.vector,
+            "threshold": self.config.threshold,
+            "limit": limit,
+            "filtered": bool(request.filter.condition),
+            **request.filter.params,
+        }
+        candidates: int | None = self._candidates(request)
+        while candidates is not None:
+            out = (yield Query(self.query_file, params, self._knn_placeholders(request, candidates)))[-1]
+            documents = [_document(row, self.config.aggregate) for row in out["documents"]]
+            documents.sort(key=lambda d: -d.score)
+            if self.config.group_by == "chunk":
+                documents = per_chunk(documents)
+            # Vectors below the threshold mean every further one is too: a larger pool adds nothing.
+            fetched = out["fetched"] if out["fetched"] and out["lowest"] >= self.config.threshold else 0
+            candidates = grow(candidates, len(documents), request.fetch, fetched)
+        return documents[: request.fetch]
+
+
+def _document(row: Mapping[str, Any], aggregate: str) -> RetrievedDocument:
+    chunks = sorted((_chunk(c) for c in row["chunks"]), key=lambda c: -c.score)
+    doc_id = str(row["id"].id)
+    score = {"max": row["score"], "mean": row.get("mean", row["score"]), "count": row.get("hits", len(chunks))}[aggregate]
+    channel: Channel = "concept" if any(c.concepts for c in chunks) else "vector"
+    provenance = [
+        ProvenancePath(
+            channel=channel,
+            score=concept.score if chunk.concepts else chunk.score,
+            document_id=doc_id,
+            chunk_id=chunk.id,
+            concept=concept,
+        )
+        for chunk in chunks
+        for concept in (chunk.concepts or [None])  # type: ignore[list-item]
+    ]
+    return RetrievedDocument(
+        id=doc_id,
+        title=row.get("title"),
+        source=row.get("source") or "",
+        metadata=row.get("metadata") or {},
+        score=float(score),
+        chunks=chunks,
+        provenance=provenance,
+    )
+
+
+def _chunk(row: Mapping[str, Any]) -> ChunkHit:
+    concepts = [
+        ConceptMatch(id=str(c["id"].id), name=c["name"], score=float(c["score"]))
+        for c in sorted(row.get("concepts") or [], key=lambda c: -c["score"])
+    ]
+    return ChunkHit(id=str(row["id"].id), index=row["index"], content=row["content"], score=float(row["score"]), concepts=concepts)

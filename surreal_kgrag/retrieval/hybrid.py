@@ -1,0 +1,191 @@
+"""Hybrid retrieval: chunk vectors, BM25 full text and the concepts the query names, fused."""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Collection, Mapping
+from functools import partial
+from typing import Any, ClassVar
+
+from surrealdb import RecordID
+
+from ..store import SurrealStore
+from .base import LRU, BaseRetriever, Request, grow
+from .config import HybridConfig, RetrieverConfig
+from .fusion import Hit, chunk_from, fuse, fuse_chunks, per_chunk, top_chunks
+from .plan import Call, Concurrently, Plan, Query
+from .results import RetrievedDocument
+
+_RECOUNT_SECONDS = 60.0
+
+
+class HybridRetriever(BaseRetriever):
+    """Chunk vectors, BM25 full text and the concepts the query names, fused into one ranking.
+
+    The concept channel needs a concept extractor for the query (default: the spaCy extractor used
+    at ingestion, so a question names concepts exactly as the documents do).
+    """
+
+    mode = "hybrid"
+    config_class: ClassVar[type[RetrieverConfig]] = HybridConfig
+    config: HybridConfig
+
+    def __init__(self, store: SurrealStore, *, extractor: Any = None, **kwargs: Any) -> None:
+        super().__init__(store, **kwargs)
+        self._extractor_spec = extractor
+        self._extractor: Any = None
+        self._extractor_lock = threading.Lock()
+        self._query_concepts = LRU()
+        # Chunks in each scope searched (the N of the concept weights): (count, when counted).
+        self._chunk_totals = LRU(64)
+
+    def _concepts(self, query: str) -> list[str]:
+        with self._extractor_lock:  # loading spaCy takes seconds: once, whatever the threads
+            if self._extractor is None:
+                from ..extract import resolve_extractor
+
+                self._extractor = resolve_extractor(self._extractor_spec)
+        mentions = self._extractor.extract([query])[0]
+        return self._query_concepts.remember(query, sorted({m.name for m in mentions}))
+
+    def _analyze(self, request: Request) -> Plan[None]:
+        cached = self._query_concepts.lookup(request.query)
+        if cached is None:
+            cached = yield Call(partial(self._concepts, request.query), None, "analyze")
+        request.concepts = cached
+
+    def _chunk_total(self, request: Request) -> Plan[int]:
+        """Chunks in the request's scope, counted again now and then as the store grows."""
+        key = request.scope.key()
+        cached = self._chunk_totals.lookup(key)
+        if cached is not None and time.monotonic() - cached[1] <= _RECOUNT_SECONDS:
+            return int(cached[0])
+        scope = request.scope.compile()
+        counted = (yield Query("count_chunks", {"filtered": bool(scope.condition), **scope.params}, {"filter": scope}))[-1]
+        total = max(int(counted or 0), 1)
+        self._chunk_totals.remember(key, (total, time.monotonic()))
+        return total
+
+    def _plan(self, request: Request) -> Plan[list[RetrievedDocument]]:
+        channels = yield from self.channels(request)
+        ranking = self.fuse(channels)
+        return (yield from self._hydrate(request, ranking, channels))
+
+    def channels_for(self, query: str, *, k: int | None = None, filters: Mapping[str, Any] | None = None) -> Plan[dict[str, list[Hit]]]:
+        """Each channel's hits for ``query``, before fusion (benchmarks and diagnostics)."""
+        request = yield from self.prepare(query, k=k, filters=filters)
+        return (yield from self.channels(request))
+
+    def channels(self, request: Request) -> Plan[dict[str, list[Hit]]]:
+        """Each channel's hits, best first. The KNN pool grows while the channels together find
+        fewer documents than the request wants and the pool came back full."""
+        chunk_total = yield from self._chunk_total(request)
+        candidates: int | None = self._candidates(request)
+        channels: dict[str, list[Hit]] = {}
+        while candidates is not None:
+            channels, fetched = yield from self._channels(request, chunk_total, candidates)
+            found = len({hit.doc for hits in channels.values() for hit in hits})
+            candidates = grow(candidates, found, request.fetch, fetched)
+        return channels
+
+    def _channels(self, request: Request, chunk_total: int, candidates: int) -> Plan[tuple[dict[str, list[Hit]], int]]:
+        params = {
+            "embedding": request.vector,
+            "threshold": self.config.threshold,
+            "concept_ids": [RecordID("concept", name) for name in request.concepts],
+            "chunk_total": chunk_total,
+            "filtered": bool(request.filter.condition),
+            **request.filter.params,
+        }
+        placeholders = self._knn_placeholders(request, candidates)
+        queries = [Query("search_hybrid", params, placeholders)]
+        words = content_words(request.query) if self.config.fulltext else []
+        if words:
+            max_df = math.ceil(self.config.text_max_df * chunk_total)
+            text_params = {
+                "words": words,
+                "max_df": max_df,
+                "max_matches": self.config.text_max_matches,
+                "filtered": params["filtered"],
+                **request.filter.params,
+            }
+            queries.append(Query("search_fulltext", text_params, {"candidates": placeholders["candidates"], "filter": request.filter}))
+        results = yield Concurrently(tuple(queries))
+        out = results[0][-1]
+        text_rows = results[1][-1] if words else []
+        channels: dict[str, list[Hit]] = {
+            "vector": [Hit.of(row, "vector") for row in out["vector"]],
+            "text": [Hit.of(row, "text") for row in text_rows],
+            "concept": [Hit.of(row, "concept") for row in out["concepts"]],
+        }
+        for hits in channels.values():
+            hits.sort(key=lambda h: -h.score)
+        # Vectors below the threshold mean every further one is too: a larger pool adds nothing.
+        fetched = out["fetched"] if out["fetched"] and out["lowest"] >= self.config.threshold else 0
+        return channels, fetched
+
+    def fuse(self, channels: Mapping[str, list[Hit]]) -> list[tuple[str, float]]:
+        """Documents by fused score, best first."""
+        return fuse(channels, self.config.weights, self.config.fusion, self.config.rrf_k)
+
+    def _hydrate(
+        self, request: Request, ranking: list[tuple[str, float]], channels: Mapping[str, list[Hit]]
+    ) -> Plan[list[RetrievedDocument]]:
+        ranking = ranking[: request.fetch] if self.config.group_by == "document" else ranking
+        chosen = {doc for doc, _ in ranking}
+        hits_by_doc: dict[str, list[Hit]] = defaultdict(list)
+        for hits in channels.values():
+            for hit in hits:
+                if hit.doc in chosen:
+                    hits_by_doc[hit.doc].append(hit)
+        chunk_ids = {hit.chunk for hits in hits_by_doc.values() for hit in top_chunks(hits, self.config.chunks_per_document)}
+        params = {
+            "documents": [RecordID("document", doc) for doc in chosen],
+            "chunks": [RecordID("chunk", chunk) for chunk in chunk_ids],
+        }
+        out = (yield Query("hydrate_results", {**params, **request.filter.params}, {"filter": request.filter}))[-1]
+        docs = {str(row["id"].id): row for row in out["documents"]}
+        chunks = {str(row["id"].id): row for row in out["chunks"]}
+        chunk_scores = fuse_chunks(channels, self.config.weights, self.config.fusion, self.config.rrf_k)
+        documents = []
+        for doc, score in ranking:
+            if doc not in docs:
+                continue  # deleted between the two queries (or out of scope, never in practice)
+            row = docs[doc]
+            hits = hits_by_doc[doc]
+            documents.append(
+                RetrievedDocument(
+                    id=doc,
+                    title=row.get("title"),
+                    source=row.get("source") or "",
+                    metadata=row.get("metadata") or {},
+                    score=score,
+                    chunks=[
+                        chunk_from(chunks[c], hits, chunk_scores[c])
+                        for c in top_chunks(hits, self.config.chunks_per_document, ids=True)
+                        if c in chunks
+                    ],
+                    provenance=[path for hit in hits for path in hit.paths()],
+                )
+            )
+        if self.config.group_by == "chunk":
+            documents = per_chunk(documents)
+        return documents[: request.fetch]
+
+
+_WORD = re.compile(r"\w+")
+
+
+def content_words(text: str) -> list[str]:
+    """The query's distinct words minus English stop words, for the BM25 channel: an OR over "the"
+    and "which" would match and score nearly every chunk."""
+    stop_words: Collection[str]
+    try:
+        from spacy.lang.en.stop_words import STOP_WORDS as stop_words
+    except ImportError:  # spaCy is optional; without it every word is searched
+        stop_words = frozenset()
+    return list(dict.fromkeys(w for w in _WORD.findall(text.lower()) if w not in stop_words))

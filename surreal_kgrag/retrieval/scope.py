@@ -1,0 +1,115 @@
+"""Who may see what: the one scoping rule every read path applies inside its query.
+
+A :class:`Scope` is a caller's access labels and a default filter. Every query that reads documents,
+chunks, chunk texts, concepts or their edges evaluates the scope's condition inside the query, so
+nothing outside it is ever returned, counted or ranked on: search modes, hydration, graph expansion,
+the agent tools, not-found suggestions and the store-reading rerankers.
+
+Rules:
+
+- ``access=None``: no label restriction (every document, labelled or not).
+- ``access=[...]``: only documents that carry at least one of these labels. Documents without labels
+  are visible to unrestricted callers only, and ``access=[]`` sees nothing: a scope fails closed.
+  To publish documents to everyone, label them (e.g. ``"public"``) and give every caller that label.
+- ``filters``: a filter (:mod:`.filters`) every visible document must match.
+- :meth:`Scope.narrow` can only make a scope smaller: label lists are intersected and filters ANDed.
+  A call-time filter is ANDed with the scope, never substituted for it.
+- A store signed in as a record user (``SurrealStore(access=..., access_variables=...)``) is also
+  restricted to the labels of that user (``$auth.access``), besides whatever the database's own
+  permissions enforce (see ``surreal_kgrag.tenancy``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..surql import NO_FILTER, CompiledFilter
+from .filters import FilterError, combine, compile_filter
+
+#: The condition's parameter holding the scope's labels.
+ACCESS_PARAM = "scope_access"
+
+
+class Scope(BaseModel):
+    """Access labels and default filters that bound everything a caller can read."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    access: tuple[str, ...] | None = Field(
+        None, description="only documents carrying one of these labels; None: no label restriction; (): nothing"
+    )
+    filters: tuple[dict[str, Any], ...] = Field((), description="filters every visible document matches (ANDed)")
+    record_user: bool = Field(False, description="also only the labels of the signed-in record user ($auth.access)")
+
+    @field_validator("access", mode="before")
+    @classmethod
+    def _labels(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence | set | frozenset):
+            raise FilterError(f"access labels are a list of strings, got {value!r}")
+        labels = list(value)
+        if not all(isinstance(label, str) for label in labels):
+            raise FilterError(f"access labels are a list of strings, got {value!r}")
+        return tuple(dict.fromkeys(labels))
+
+    @field_validator("filters", mode="before")
+    @classmethod
+    def _filters(cls, value: Any) -> Any:
+        if value is None:
+            return ()
+        specs = [value] if isinstance(value, Mapping) else list(value)
+        kept = []
+        for spec in specs:
+            if not isinstance(spec, Mapping):
+                raise FilterError(f"a scope filter is a dict of field conditions, got {spec!r}")
+            if spec:
+                compile_filter(spec)  # a bad filter fails here, not on the first search
+                kept.append(dict(spec))
+        return tuple(kept)
+
+    @classmethod
+    def of(cls, scope: Scope | None = None, *, access: Sequence[str] | None = None, filters: Any = None) -> Scope:
+        """``scope`` narrowed by ``access`` and ``filters`` (an unrestricted scope when all are None)."""
+        return (scope or cls()).narrow(access=access, filters=filters)
+
+    def narrow(self, other: Scope | None = None, *, access: Sequence[str] | None = None, filters: Any = None) -> Scope:
+        """A scope no wider than this one: label lists intersected, filters ANDed."""
+        result = self
+        for extra in (other, Scope(access=access, filters=filters)):
+            if extra is None:
+                continue
+            labels = result.access
+            if extra.access is not None:
+                labels = extra.access if labels is None else tuple(label for label in labels if label in extra.access)
+            merged = result.filters + tuple(f for f in extra.filters if f not in result.filters)
+            result = Scope(access=labels, filters=merged, record_user=result.record_user or extra.record_user)
+        return result
+
+    @property
+    def unrestricted(self) -> bool:
+        return self.access is None and not self.filters and not self.record_user
+
+    def key(self) -> str:
+        """A stable text identity, for caches kept per scope."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, default=str)
+
+    def compile(self) -> CompiledFilter:
+        """The scope as one condition on a row with ``doc`` and ``access`` fields."""
+        parts = [compile_filter(spec, prefix=f"scope{i}_") for i, spec in enumerate(self.filters)]
+        if self.access is not None:
+            parts.append(CompiledFilter(f"access CONTAINSANY ${ACCESS_PARAM}", {ACCESS_PARAM: list(self.access)}))
+        if self.record_user:
+            parts.append(CompiledFilter("access CONTAINSANY $auth.access"))
+        return combine(*parts) if parts else NO_FILTER
+
+    def restrict(self, filters: Mapping[str, Any] | None) -> CompiledFilter:
+        """The scope ANDed with a call-time filter."""
+        return combine(self.compile(), compile_filter(filters, prefix="filter_"))
+
+
+UNRESTRICTED = Scope()

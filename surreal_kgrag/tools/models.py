@@ -1,0 +1,170 @@
+"""What the agent tools take (strict argument models, whose JSON schemas the model sees) and what
+they answer (result models the model reads)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..retrieval.results import Metadata
+
+MAX_K = 50
+
+# Arguments (what the model sends). Strict: "3" is not an integer, unknown fields are rejected,
+# surrounding whitespace is dropped (so "  " is an empty query).
+
+
+class ToolArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, str_strip_whitespace=True)
+
+
+class SearchChunksArgs(ToolArguments):
+    query: str = Field(min_length=1, max_length=2000, description="what to look for, in natural language")
+    k: int = Field(5, ge=1, le=MAX_K, description="how many documents to return, best first")
+    chunks_per_document: int = Field(2, ge=1, le=10, description="how many matching passages to show per document")
+    filters: dict[str, Any] = Field(
+        default_factory=dict,
+        description='metadata filter, Mongo-like, e.g. {"metadata.year": {"$gte": 2000}}; omit for none',
+    )
+
+
+class SearchConceptsArgs(ToolArguments):
+    query: str = Field(min_length=1, max_length=2000, description="a name, term or topic")
+    k: int = Field(10, ge=1, le=MAX_K, description="how many concepts to return, most similar first")
+
+
+class _ConceptArgs(ToolArguments):
+    concept: str = Field(
+        min_length=1,
+        max_length=300,
+        description="a concept name as search_concepts returns it (e.g. 'marie curie'); case, articles and "
+        "punctuation are normalised",
+    )
+
+
+class ChunksForConceptArgs(_ConceptArgs):
+    limit: int = Field(10, ge=1, le=MAX_K, description="at most this many chunks")
+
+
+class DocumentsForConceptArgs(_ConceptArgs):
+    limit: int = Field(10, ge=1, le=MAX_K, description="at most this many documents")
+
+
+class RelatedConceptsArgs(_ConceptArgs):
+    limit: int = Field(10, ge=1, le=MAX_K, description="at most this many related concepts")
+
+
+class GetDocumentArgs(ToolArguments):
+    # Document ids are keys: " a" and "a" are different documents.
+    model_config = ConfigDict(str_strip_whitespace=False)
+
+    document_id: str = Field(min_length=1, max_length=4096, description="a document id as the other tools return it")
+    first_chunk: int = Field(0, ge=0, le=1_000_000, description="index of the first chunk to return (to read on)")
+    max_chunks: int = Field(20, ge=1, le=100, description="at most this many chunks, in document order")
+
+
+# --------------------------------------------------------------------------------------------------
+# Results (what the model reads)
+
+
+class ConceptInfo(BaseModel):
+    id: str = Field(description="the concept's normalised name, its identity in the store")
+    name: str
+    display: str = Field(description="how the concept was first written")
+    kind: str = Field(description="entity label (PERSON, ORG, GPE...), NOUN_PHRASE or a metadata field")
+    documents: int = Field(description="documents that mention it")
+    chunks: int = Field(description="chunks that mention it")
+
+
+class ConceptHit(ConceptInfo):
+    score: float = Field(description="cosine similarity to the query")
+
+
+class ConceptSearchResult(BaseModel):
+    query: str
+    concepts: list[ConceptHit]
+
+
+class Passage(BaseModel):
+    id: str
+    index: int = Field(description="position of the chunk in its document")
+    content: str
+    score: float
+    concepts: list[str] = Field(default_factory=list, description="concepts that led to this passage, if any")
+
+
+class DocumentHit(BaseModel):
+    id: str
+    title: str | None
+    source: str
+    metadata: Metadata
+    score: float
+    chunks: list[Passage]
+
+
+class ChunkSearchResult(BaseModel):
+    query: str
+    mode: str = Field(description="the retriever that ran: chunk, concept, hybrid, graph")
+    documents: list[DocumentHit]
+
+
+class ConceptChunk(BaseModel):
+    id: str
+    document_id: str
+    document_title: str | None
+    index: int
+    content: str
+    mentions: int = Field(description="how often this chunk mentions the concept")
+
+
+class ConceptChunks(BaseModel):
+    concept: ConceptInfo
+    chunks: list[ConceptChunk] = Field(description="most mentions first; concept.chunks is the total")
+
+
+class ConceptDocument(BaseModel):
+    id: str
+    title: str | None
+    source: str
+    metadata: Metadata
+    chunks: int = Field(description="chunks of this document that mention the concept")
+    mentions: int
+
+
+class ConceptDocuments(BaseModel):
+    concept: ConceptInfo
+    documents: list[ConceptDocument] = Field(description="most mentioning chunks first; concept.documents is the total")
+
+
+class RelatedConcept(BaseModel):
+    id: str
+    name: str
+    display: str
+    kind: str
+    shared_chunks: int = Field(description="chunks that mention both concepts")
+    shared_documents: int = Field(description="documents those shared chunks belong to")
+    documents: int = Field(description="documents that mention this concept at all")
+
+
+class RelatedConcepts(BaseModel):
+    concept: ConceptInfo
+    related: list[RelatedConcept]
+
+
+class DocumentChunk(BaseModel):
+    id: str
+    index: int
+    content: str
+
+
+class DocumentView(BaseModel):
+    id: str
+    title: str | None
+    source: str
+    content_type: str
+    metadata: Metadata
+    chunk_count: int
+    chunks: list[DocumentChunk] = Field(description="the requested page of chunks, in order")
+
+

@@ -1,0 +1,140 @@
+"""Database-enforced tenancy: two record users on the embedded engine, each reading only its labels,
+through the retrievers, the agent tools and raw SurrealQL alike."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import surrealdb
+
+from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore, make_retriever
+from surreal_kgrag.chunking import SentenceChunker
+from surreal_kgrag.errors import ConfigurationError, SchemaMismatchError, StoreConnectionError
+from surreal_kgrag.tenancy import READER_ACCESS, add_reader, enable_tenancy, remove_reader
+from surreal_kgrag.tools import ToolDispatcher
+
+DOCS = [
+    ("curie", ["red"], "Marie Curie was born in Warsaw. She discovered polonium with Pierre Curie in Paris. Polonium is named after Poland."),
+    ("zephyr", ["red"], "Project Zephyr stores polonium in Krakow. Colonel Aurelian Stark runs Project Zephyr. Marie Curie never heard of it."),
+    ("nobel", ["blue"], "Alfred Nobel invented dynamite in Sweden. Marie Curie won the Nobel Prize twice. The prize is awarded in Stockholm."),
+    ("baltic", ["blue"], "The Baltic Sea borders Sweden and Poland. Gdansk lies on the Baltic Sea. Stockholm is on the Baltic coast."),
+    ("shared", ["red", "blue"], "Warsaw is the capital of Poland. The Vistula river flows through Warsaw and Krakow."),
+    ("nobody", [], "Atlantis sank beneath the waves. Nobody has read the Atlantis papers."),
+]
+READERS = {"alice": ("s3cret-a", ["red"]), "bob": ("s3cret-b", ["blue"])}
+
+
+def _documents(label: str) -> set[str]:
+    return {key for key, labels, _ in DOCS if label in labels}
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory, minilm, spacy_extractor):
+    url = f"surrealkv://{tmp_path_factory.mktemp('tenancy')}/kg"
+    with SurrealStore(url) as admin:
+        with pytest.raises(SchemaMismatchError, match="no surreal-kgrag schema yet"):
+            enable_tenancy(admin)
+        config = IngestConfig(chunker=SentenceChunker(max_tokens=16, overlap_tokens=0))
+        documents = [SourceDocument(key=k, title=k, text=t, source=f"{k}.txt", access=a) for k, a, t in DOCS]
+        Ingestor(admin, embedder=minilm, extractor=spacy_extractor, config=config).ingest(documents)
+        enable_tenancy(admin)
+        enable_tenancy(admin)  # idempotent
+        for name, (secret, labels) in READERS.items():
+            add_reader(admin, name, secret, labels)
+        add_reader(admin, "carol", "gone", ["red", "blue"])
+        remove_reader(admin, "carol")
+    return url
+
+
+def reader_store(url: str, name: str, secret: str | None = None) -> SurrealStore:
+    return SurrealStore(url, access=READER_ACCESS, access_variables={"name": name, "secret": secret or READERS[name][0]})
+
+
+@pytest.mark.parametrize("name", sorted(READERS))
+def test_retrievers_and_tools_of_a_reader_see_only_its_labels(url, minilm, spacy_extractor, name):
+    label = READERS[name][1][0]
+    visible = _documents(label)
+    with reader_store(url, name) as store:
+        for mode in ("chunk", "concept", "hybrid", "graph"):
+            extra = {"extractor": spacy_extractor} if mode in ("hybrid", "graph") else {}
+            retriever = make_retriever(mode, store, embedder=minilm, **extra)
+            found = retriever.search("Marie Curie, polonium and the Baltic Sea near Stockholm and Krakow", k=10)
+            assert found.documents and {d.id for d in found.documents} <= visible, (mode, found.documents)
+        # No explicit scope: a store signed in as a reader restricts the dispatcher to $auth.access.
+        tools = ToolDispatcher(store, embedder=minilm)
+        for key, labels, _ in DOCS:
+            view = tools.invoke("get_document", {"document_id": key}) if label in labels else None
+            if view is None:
+                assert '"not_found"' in tools.call("get_document", {"document_id": key})
+            else:
+                assert view.id == key
+        concepts = tools.invoke("search_concepts", {"query": "Project Zephyr Colonel Stark Gdansk Nobel", "k": 10}).concepts
+        names = {c.id for c in concepts}
+        assert names and ("project zephyr" in names) == (label == "red") and ("gdansk" in names) == (label == "blue")
+        shared = tools.invoke("documents_for_concept", {"concept": "Marie Curie", "limit": 10})
+        assert {d.id for d in shared.documents} == {k for k, labels, text in DOCS if label in labels and "Marie Curie" in text}
+        assert shared.concept.documents == len(shared.documents)
+        hidden = "gdansk" if label == "red" else "project zephyr"
+        assert '"not_found"' in tools.call("chunks_for_concept", {"concept": hidden})
+
+
+async def _raw(url: str, name: str, statements: str) -> list:
+    db = surrealdb.AsyncSurreal(url)
+    await db.connect()
+    try:
+        await db.signin({"namespace": "kgrag", "database": "kgrag", "access": READER_ACCESS,
+                         "variables": {"name": name, "secret": READERS[name][0]}})
+        await db.use("kgrag", "kgrag")
+        response = await db.query_raw(statements, {})
+        return [s.get("result") if s.get("status") == "OK" else ("ERR", s.get("result")) for s in response["result"]]
+    finally:
+        await db.close()
+
+
+@pytest.mark.parametrize("name", sorted(READERS))
+def test_a_reader_running_raw_surrealql_sees_only_its_labels(url, name):
+    label = READERS[name][1][0]
+    visible = _documents(label)
+    with SurrealStore(url) as admin:  # what there is, as root
+        everything = admin.query("stats")[-1]
+    results = asyncio.run(_raw(url, name, """
+        SELECT VALUE record::id(id) FROM document;
+        SELECT VALUE record::id(doc) FROM chunk;
+        SELECT VALUE record::id(doc) FROM chunk_text;
+        SELECT VALUE record::id(doc) FROM MENTIONS_CONCEPT;
+        SELECT VALUE record::id(id) FROM concept;
+        SELECT VALUE df FROM concept;
+        SELECT * FROM term LIMIT 5;
+        SELECT * FROM kg_reader;
+        SELECT VALUE id FROM concept:⟨project zephyr⟩<-MENTIONS_CONCEPT;
+        DELETE chunk RETURN BEFORE;
+        UPDATE document SET title = 'owned' RETURN AFTER;
+        CREATE document:evil SET source = 'x', content_type = 'x', content_hash = 'x', access = ['red', 'blue'];
+        INFO FOR DB;
+    """))
+    documents, chunk_docs, text_docs, edge_docs, concepts, dfs, terms, readers, zephyr, deleted, updated, created, info = results
+    assert set(documents) == visible
+    assert set(chunk_docs) == visible and set(text_docs) == visible and set(edge_docs) <= visible and edge_docs
+    assert "project zephyr" in concepts if label == "red" else "project zephyr" not in concepts
+    assert ("gdansk" in concepts) == (label == "blue") and "atlantis" not in concepts
+    assert all(df is None for df in dfs)  # document counts over every tenant stay hidden
+    assert terms == [] and len(readers) == 1 and readers[0]["name"] == name and "secret" not in readers[0]
+    assert (len(zephyr) > 0) == (label == "red")
+    assert deleted == [] and updated == [] and created == []  # a reader writes nothing
+    assert isinstance(info, tuple) and "permission" in str(info[1]).lower()
+    with SurrealStore(url) as admin:
+        assert admin.query("stats")[-1] == everything  # nothing written
+
+
+def test_wrong_secret_and_removed_reader_cannot_sign_in(url):
+    for name, secret in (("alice", "wrong"), ("carol", "gone")):
+        with reader_store(url, name, secret) as store, pytest.raises(StoreConnectionError):
+            store.query("stats")
+
+
+def test_an_embedded_file_serves_one_user_per_process(url):
+    with SurrealStore(url) as admin:
+        admin.query("stats")
+        with reader_store(url, "alice") as store, pytest.raises(ConfigurationError, match="another user"):
+            store.query("stats")
