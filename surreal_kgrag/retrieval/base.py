@@ -75,6 +75,9 @@ class BaseRetriever:
     # KNN pool when the config names none: enough to fill k documents, and each vector fetched costs
     # about 0.2 ms on the embedded engine, more than the HNSW search itself.
     default_candidates: ClassVar[int] = 40
+    # Whether the mode's KNN runs over chunks with the filter inside it (chunk, hybrid, graph), and so
+    # needs the workarounds for filtered HNSW search; concept KNN is over unfiltered concepts.
+    filtered_chunk_knn: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -206,8 +209,12 @@ class BaseRetriever:
         raise NotImplementedError
 
     def _candidates(self, request: Request) -> int:
-        """The first KNN pool: the configured one, and at least twice the documents wanted."""
-        return min(max(self.config.candidates or self.default_candidates, 2 * request.fetch), MAX_CANDIDATES)
+        """The first KNN pool: the configured one, and at least twice the documents wanted; a
+        filtered chunk search starts ``FILTERED_POOL`` times larger (see :func:`exact_instead`)."""
+        pool = max(self.config.candidates or self.default_candidates, 2 * request.fetch)
+        if request.filter.condition and self.filtered_chunk_knn:
+            pool *= FILTERED_POOL
+        return min(pool, MAX_CANDIDATES)
 
     def _knn_placeholders(self, request: Request, candidates: int) -> dict[str, Any]:
         return {
@@ -219,6 +226,19 @@ class BaseRetriever:
 
 #: The largest KNN pool a search grows to while grouping leaves fewer than k documents.
 MAX_CANDIDATES = 5000
+#: How much larger the first pool of a filtered chunk KNN is. Filtered HNSW search on SurrealDB
+#: 3.2 drops true neighbours (surrealdb#7423): on a 2,400-chunk store the top 10 of a 10-vector
+#: filtered KNN held 78-96% of the exact top 10 (filters passing 1-50% of the chunks); taken from a
+#: 40-vector pool it held all of them whenever the filter passed at least 5%.
+FILTERED_POOL = 4
+
+
+def exact_instead(request: Request, fetched: int, candidates: int) -> bool:
+    """Whether a filtered chunk KNN that returned ``fetched`` of ``candidates`` vectors should be
+    replaced by an exact scan of the chunks inside the filter. A short answer means the filter
+    passes fewer chunks than the pool, or that the engine lost some of them: with a filter passing
+    24 of 600 chunks, HNSW returned 9 (surrealdb#7423). Either way the scan returns every one."""
+    return bool(request.filter.condition) and fetched < candidates
 
 
 def grow(candidates: int, found: int, wanted: int, fetched: int) -> int | None:

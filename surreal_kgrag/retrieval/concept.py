@@ -12,3 +12,4 @@ class ConceptRetriever(GroupedRetriever):
     mode = "concept"
     query_file = "search_concepts"
     default_candidates = 10
+    filtered_chunk_knn = False  # the concept KNN is not filtered; the walk to the chunks is

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import BaseRetriever, Request, grow
+from .base import BaseRetriever, Request, exact_instead, grow
 from .fusion import per_chunk
 from .plan import Plan, Query
 from .results import Channel, ChunkHit, ConceptMatch, ProvenancePath, RetrievedDocument
@@ -27,8 +27,14 @@ class GroupedRetriever(BaseRetriever):
             **request.filter.params,
         }
         candidates: int | None = self._candidates(request)
+        documents: list[RetrievedDocument] = []
+        exact = False
         while candidates is not None:
-            out = (yield Query(self.query_file, params, self._knn_placeholders(request, candidates)))[-1]
+            placeholders = self._knn_placeholders(request, candidates)
+            out = (yield Query(self.query_file, {**params, "exact": exact}, placeholders))[-1]
+            if self.filtered_chunk_knn and not exact and exact_instead(request, out["fetched"], candidates):
+                exact = True
+                continue
             documents = [_document(row, self.config.aggregate) for row in out["documents"]]
             documents.sort(key=lambda d: -d.score)
             if self.config.group_by == "chunk":

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from surrealdb import RecordID
 
 from ..store import SurrealStore
-from .base import LRU, BaseRetriever, Request, grow
+from .base import LRU, BaseRetriever, Request, exact_instead, grow
 from .config import HybridConfig, RetrieverConfig
 from .fusion import Hit, chunk_from, fuse, fuse_chunks, per_chunk, top_chunks
 from .plan import Call, Concurrently, Plan, Query
@@ -86,14 +86,23 @@ class HybridRetriever(BaseRetriever):
         chunk_total = yield from self._chunk_total(request)
         candidates: int | None = self._candidates(request)
         channels: dict[str, list[Hit]] = {}
+        exact = False
         while candidates is not None:
-            channels, fetched = yield from self._channels(request, chunk_total, candidates)
+            channels, out = yield from self._channels(request, chunk_total, candidates, exact)
+            if not exact and exact_instead(request, out["fetched"], candidates):
+                exact = True
+                continue
             found = len({hit.doc for hits in channels.values() for hit in hits})
+            # Vectors below the threshold mean every further one is too: a larger pool adds nothing.
+            fetched = out["fetched"] if out["fetched"] and out["lowest"] >= self.config.threshold else 0
             candidates = grow(candidates, found, request.fetch, fetched)
         return channels
 
-    def _channels(self, request: Request, chunk_total: int, candidates: int) -> Plan[tuple[dict[str, list[Hit]], int]]:
+    def _channels(
+        self, request: Request, chunk_total: int, candidates: int, exact: bool
+    ) -> Plan[tuple[dict[str, list[Hit]], dict[str, Any]]]:
         params = {
+            "exact": exact,
             "embedding": request.vector,
             "threshold": self.config.threshold,
             "concept_ids": [RecordID("concept", name) for name in request.concepts],
@@ -124,9 +133,7 @@ class HybridRetriever(BaseRetriever):
         }
         for hits in channels.values():
             hits.sort(key=lambda h: -h.score)
-        # Vectors below the threshold mean every further one is too: a larger pool adds nothing.
-        fetched = out["fetched"] if out["fetched"] and out["lowest"] >= self.config.threshold else 0
-        return channels, fetched
+        return channels, out
 
     def fuse(self, channels: Mapping[str, list[Hit]]) -> list[tuple[str, float]]:
         """Documents by fused score, best first."""
