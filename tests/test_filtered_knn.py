@@ -13,7 +13,6 @@ import pytest
 
 from surreal_kgrag import IngestConfig, Ingestor, Scope, SourceDocument, SurrealStore, make_retriever
 from surreal_kgrag.chunking import SentenceChunker
-from surreal_kgrag.retrieval.filters import compile_filter
 
 SUBJECTS = ["The volcano", "A glacier", "The river", "An old castle", "The harbour", "A rainforest", "The desert",
             "A coral reef", "The observatory", "A vineyard", "The railway", "A monastery", "The bridge", "A lighthouse"]

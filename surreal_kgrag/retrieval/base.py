@@ -235,10 +235,20 @@ FILTERED_POOL = 4
 
 def exact_instead(request: Request, fetched: int, candidates: int) -> bool:
     """Whether a filtered chunk KNN that returned ``fetched`` of ``candidates`` vectors should be
-    replaced by an exact scan of the chunks inside the filter. A short answer means the filter
-    passes fewer chunks than the pool, or that the engine lost some of them: with a filter passing
-    24 of 600 chunks, HNSW returned 9 (surrealdb#7423). Either way the scan returns every one."""
-    return bool(request.filter.condition) and fetched < candidates
+    replaced by an exact scan of the chunks inside the filter: when it returned fewer than half the
+    pool, the filter passes few chunks or the engine lost some (with a filter passing 24 of 600
+    chunks, HNSW returned 9, surrealdb#7423); the scan returns every one of them. A filtered KNN
+    comes back a little short even when plenty pass (74 of 80 with half the chunks passing), so
+    that alone does not count."""
+    return bool(request.filter.condition) and fetched < candidates // 2
+
+
+def pool_used(request: Request, fetched: int, candidates: int) -> int:
+    """``fetched`` as :func:`grow` should read it: a filtered KNN a little short of its pool (see
+    :func:`exact_instead`) counts as full, so the pool may still grow."""
+    if request.filter.condition and fetched >= candidates // 2:
+        return candidates
+    return fetched
 
 
 def grow(candidates: int, found: int, wanted: int, fetched: int) -> int | None:

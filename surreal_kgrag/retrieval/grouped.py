@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import BaseRetriever, Request, exact_instead, grow
+from .base import BaseRetriever, Request, exact_instead, grow, pool_used
 from .fusion import per_chunk
 from .plan import Plan, Query
 from .results import Channel, ChunkHit, ConceptMatch, ProvenancePath, RetrievedDocument
@@ -40,7 +40,8 @@ class GroupedRetriever(BaseRetriever):
             if self.config.group_by == "chunk":
                 documents = per_chunk(documents)
             # Vectors below the threshold mean every further one is too: a larger pool adds nothing.
-            fetched = out["fetched"] if out["fetched"] and out["lowest"] >= self.config.threshold else 0
+            fetched = out["fetched"] if exact else pool_used(request, out["fetched"], candidates)
+            fetched = fetched if out["fetched"] and out["lowest"] >= self.config.threshold else 0
             candidates = grow(candidates, len(documents), request.fetch, fetched)
         return documents[: request.fetch]
 

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from surrealdb import RecordID
 
 from ..store import SurrealStore
-from .base import LRU, BaseRetriever, Request, exact_instead, grow
+from .base import LRU, BaseRetriever, Request, exact_instead, grow, pool_used
 from .config import HybridConfig, RetrieverConfig
 from .fusion import Hit, chunk_from, fuse, fuse_chunks, per_chunk, top_chunks
 from .plan import Call, Concurrently, Plan, Query
@@ -94,7 +94,8 @@ class HybridRetriever(BaseRetriever):
                 continue
             found = len({hit.doc for hits in channels.values() for hit in hits})
             # Vectors below the threshold mean every further one is too: a larger pool adds nothing.
-            fetched = out["fetched"] if out["fetched"] and out["lowest"] >= self.config.threshold else 0
+            fetched = out["fetched"] if exact else pool_used(request, out["fetched"], candidates)
+            fetched = fetched if out["fetched"] and out["lowest"] >= self.config.threshold else 0
             candidates = grow(candidates, found, request.fetch, fetched)
         return channels
 
