@@ -407,6 +407,13 @@ async def test_mcp_server_module_serves_over_stdio(tmp_path, minilm, spacy_extra
         assert not result.is_error
         document = json.loads(result.content[0].text)
         assert document["title"] == "Warsaw" and " ".join(c["content"] for c in document["chunks"]) == TEXTS["warsaw"]
+    # The same document is outside a scope with a label it does not carry.
+    scoped = mcp.StdioServerParameters(
+        command=sys.executable, args=["-m", "surreal_kgrag.mcp_server", "--db", url, "--access", "staff"], env=environment
+    )
+    async with mcp.Client(scoped) as client:
+        hidden = await client.call_tool("get_document", {"document_id": "warsaw"})
+        assert hidden.is_error and json.loads(hidden.content[0].text)["error"]["type"] == "not_found"
 
 
 # -- the example -------------------------------------------------------------------------------------
