@@ -45,7 +45,10 @@ def _store(args: argparse.Namespace) -> SurrealStore:
         url=args.db, namespace=args.ns, database=args.database, username=args.user, password=args.password,
         create=args.command in CREATES_STORE,
     )
-    return SurrealStore(config=config)
+    store = SurrealStore(config=config)
+    if not config.create:
+        _ = store.server_version  # open it now: a missing store fails before any model is loaded
+    return store
 
 
 def _emit(args: argparse.Namespace, payload: BaseModel | dict[str, Any], text: str) -> None:

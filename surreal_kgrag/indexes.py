@@ -238,6 +238,11 @@ class IndexCatalog:
             self._version += 1
             return self._version
 
+    @property
+    def version(self) -> int:
+        with self._cond:
+            return self._version
+
     def drained(self, version: int) -> bool:
         """No query that rendered names before ``version`` is still running."""
         with self._cond:
@@ -260,7 +265,6 @@ async def _run(connection: Connection, name: str, params: Mapping[str, Any] | No
 async def load_catalog(connection: Connection) -> None:
     if not connection.catalog.loaded:
         connection.catalog.load((await _run(connection, "index_state"))[-1])
-
 
 
 async def save_catalog(connection: Connection) -> None:
@@ -329,7 +333,10 @@ async def _drain(catalog: IndexCatalog, version: int) -> bool:
 
 async def _remove_stale(connection: Connection, keys: list[str], keep: list[str]) -> None:
     """Remove old generations an earlier rebuild could not (a query was still on them, or the
-    process stopped half-way), except those in ``keep``."""
+    process stopped half-way), except those in ``keep``, and none while a query that rendered an
+    older name still runs."""
+    if not connection.catalog.drained(connection.catalog.version):
+        return
     tables = dict(zip(("chunk", "concept", "chunk_text"), await _run(connection, "index_list")))
     live = {state.name for state in connection.catalog.states().values()}
     for key in dict.fromkeys(keys):
