@@ -1,29 +1,55 @@
-"""``surreal-kgrag``: ingest documents, inspect a store, query it.
+"""``surreal-kgrag``: ingest documents, inspect a store, query it, keep its indexes fast.
 
 Every command takes ``--db URL`` (default: ``$SURREAL_KGRAG_URL``, else an embedded ``surrealkv://``
 store in the working directory), ``--ns`` and ``--database``, and prints JSON with ``--json``.
+
+Exit codes (the README lists the same table):
+
+    0   everything succeeded
+    1   failed: nothing was done, or the command stopped (the message says why)
+    2   bad command line (unknown option, missing argument)
+    3   partial failure: some inputs failed (each reported on stderr), the rest were written
+    4   no store at the path given (query, stats, delete and optimize never create one)
+    130 interrupted (Ctrl-C)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import KGRagError
+from .errors import KGRagError, StoreNotFoundError
 from .retrieval.options import access_labels
 from .store import DEFAULT_URL, StoreConfig, SurrealStore
 
 MODES = ["chunk", "concept", "hybrid", "graph"]
 
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_PARTIAL = 3
+EXIT_NO_STORE = 4
+EXIT_INTERRUPTED = 130
+
+# Commands that may create a store at a path that holds none; the others only read or change one.
+CREATES_STORE = frozenset({"ingest", "eval"})
+
 
 def _store(args: argparse.Namespace) -> SurrealStore:
-    config = StoreConfig.from_env(url=args.db, namespace=args.ns, database=args.database, username=args.user, password=args.password)
-    return SurrealStore(config=config)
+    config = StoreConfig.from_env(
+        url=args.db, namespace=args.ns, database=args.database, username=args.user, password=args.password,
+        create=args.command in CREATES_STORE,
+    )
+    store = SurrealStore(config=config)
+    if not config.create:
+        _ = store.server_version  # open it now: a missing store fails before any model is loaded
+    return store
 
 
 def _emit(args: argparse.Namespace, payload: BaseModel | dict[str, Any], text: str) -> None:
@@ -56,7 +82,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         f"in {summary.seconds:.1f}s (extract {t.get('extract', 0):.1f}s, embed {t.get('embed', 0):.1f}s, "
         f"write {t.get('write', 0):.1f}s, index {t.get('index', 0):.1f}s)",
     )
-    return 0
+    return EXIT_PARTIAL if summary.failed else EXIT_OK
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
@@ -84,6 +110,17 @@ def cmd_stats(args: argparse.Namespace) -> int:
     lines += [f"index {name:<16} {state}" for name, state in stats.indexes.items()]
     _emit(args, stats, "\n".join(lines))
     return 0
+
+
+def cmd_optimize(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        report = store.optimize(force=args.force)
+    lines = [f"rebuilt {', '.join(report.rebuilt) or 'nothing'} in {report.seconds:.1f}s" + (f" ({report.note})" if report.note else "")]
+    lines += [f"index {key:<8} {state.name}: {state.indexed} rows, {state.pending} pending" for key, state in report.indexes.items()]
+    if report.deferred:
+        lines.append(f"still in use, removed by the next optimize: {', '.join(report.deferred)}")
+    _emit(args, report, "\n".join(lines))
+    return EXIT_OK
 
 
 def _filters(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -215,18 +252,48 @@ def build_parser() -> argparse.ArgumentParser:
 
     stats = commands.add_parser("stats", parents=[common], help="counts and index state")
     stats.set_defaults(func=cmd_stats)
+
+    optimize = commands.add_parser(
+        "optimize", parents=[common], help="rebuild the search indexes that have pending updates (queries go on meanwhile)"
+    )
+    optimize.add_argument("--force", action="store_true", help="rebuild every search index, pending updates or not")
+    optimize.set_defaults(func=cmd_optimize)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns its exit code (the table in this module's docstring)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse: --help (0) or a bad command line (2)
+        return int(exit_.code or 0)
+    try:
+        return int(args.func(args))
+    except StoreNotFoundError as error:
+        print(f"surreal-kgrag {args.command}: {error}", file=sys.stderr)
+        return EXIT_NO_STORE
     except (KGRagError, ValidationError, ValueError) as error:
         print(f"surreal-kgrag {args.command}: {error}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print(f"surreal-kgrag {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def run() -> None:
+    """The console script: ``main()``, then leave without running the interpreter's shutdown.
+
+    The SDK's embedded engine keeps worker threads that can still be finishing with Python objects
+    when a short-lived process shuts down; in about one run in five that aborted the process
+    (SIGABRT, exit 134) after its output was complete. Every store is closed by then and the
+    output flushed, so the process ends here with the command's own exit code instead.
+    """
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -33,3 +33,8 @@ class LoaderError(KGRagError):
 
 class ModelNotAvailableError(KGRagError):
     """A model (spaCy pipeline, embedding model) is not installed; the message says how to install it."""
+
+
+class StoreNotFoundError(StoreConnectionError):
+    """An embedded store path holds no store (and the caller asked not to create one), or is not a
+    folder a store can live in."""

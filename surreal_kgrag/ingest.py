@@ -45,12 +45,9 @@ class IngestConfig(BaseModel):
     )
     batch_size: int = Field(256, ge=1, description="documents run through the models together")
     group_size: int = Field(16, ge=1, le=512, description="documents written per transaction")
-    rebuild_index_min_vectors: int = Field(
-        256,
-        ge=0,
-        description="rebuild the vector and full-text indexes after a run that inserted at least this many vectors (0: never)",
+    index: IndexSettings = Field(
+        default_factory=IndexSettings, description="HNSW settings of a new store, and when a run's writes rebuild the search indexes"
     )
-    index: IndexSettings = Field(default_factory=IndexSettings)
     title_in_context: bool = Field(
         True,
         description="embed and full-text index each chunk under its document title (a passage often names its subject only there)",
@@ -153,7 +150,6 @@ class Ingestor:
         self._ensure_schema()
         summary = IngestSummary()
         timings = {stage: 0.0 for stage in ("load", "chunk", "extract", "embed", "write", "index")}
-        vectors_written = 0
         show = self.config.show_progress
         progress = tqdm(
             desc="ingest", unit="doc", disable=(not sys.stderr.isatty()) if show is None else not show, file=sys.stderr
@@ -171,17 +167,17 @@ class Ingestor:
                 prepared, new_concepts = self._prepare(changed, summary, timings)
                 t = time.perf_counter()
                 for group in _chunks_of(prepared, self.config.group_size):
-                    vectors_written += self._write_group(group, new_concepts, existing, summary)
+                    self._write_group(group, new_concepts, existing, summary)
                 timings["write"] += time.perf_counter() - t
                 progress.update(len(batch))
                 progress.set_postfix(added=summary.added, updated=summary.updated, skipped=summary.skipped, failed=len(summary.failures))
         finally:
             progress.close()
-        if self.config.rebuild_index_min_vectors and vectors_written >= self.config.rebuild_index_min_vectors:
-            t = time.perf_counter()
-            self.store.query("rebuild_indexes")
-            self.store.settle()
-            timings["index"] = time.perf_counter() - t
+        # The vectors written wait in the search indexes' pending queues; the store rebuilds an
+        # index (as a new generation, queries going on) when its queue is large next to it.
+        t = time.perf_counter()
+        self.store.after_bulk_write(chunks=summary.chunks, concepts=summary.concepts, settings=self.config.index)
+        timings["index"] = time.perf_counter() - t
         summary.failed = len(summary.failures)
         summary.timings = {k: round(v, 3) for k, v in timings.items()}
         summary.seconds = round(time.perf_counter() - started, 3)

@@ -107,7 +107,9 @@ class StoreStats(BaseModel):
     embedding_dimension: int | None
     embedder: str | None
     server_version: str
-    indexes: dict[str, dict[str, Any]]
+    indexes: dict[str, dict[str, Any]] = Field(
+        description="per search index (chunk, concept, text): live name, generation, rows indexed, updates pending, build status"
+    )
 
 
 def _stable_repr(value: Any) -> str:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from .errors import SchemaMismatchError
+from .indexes import SEARCH_INDEXES, IndexSettings, IndexState
 from .store import SurrealStore, checked_int
+from .surql import Identifier
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "IndexSettings", "aensure_schema", "ensure_schema", "read_meta"]
 
 # 2: full-text search moved from `chunk.search_text` to the `chunk_text` table.
 # 3: the `term` table counts the chunks each analysed term occurs in (migrated from 2 on open).
@@ -17,21 +19,23 @@ SCHEMA_VERSION = 3
 MIGRATIONS = {2: "migrate_v2_terms"}
 
 
-class IndexSettings(BaseModel):
-    """HNSW build settings for the chunk and concept vector indexes (cosine distance, F32)."""
+def _index_steps(states: dict[str, IndexState], dimension: int, settings: IndexSettings) -> list[tuple[str, None, dict[str, Any]]]:
+    """The search indexes under their live names (index_vector / index_fulltext.surql)."""
+    dimension = checked_int("dimension", dimension, maximum=65_536)
+    steps: list[tuple[str, None, dict[str, Any]]] = []
+    for key, index in SEARCH_INDEXES.items():
+        placeholders: dict[str, Any] = {"index": Identifier(states[key].name), "table": Identifier(index.table)}
+        if index.ddl == "index_vector":
+            placeholders.update(dimension=dimension, hnsw_efc=settings.hnsw_efc, hnsw_m=settings.hnsw_m)
+        steps.append((index.ddl, None, placeholders))
+    return steps
 
-    model_config = ConfigDict(frozen=True)
 
-    hnsw_efc: int = Field(150, ge=8, le=2000, description="candidate list size while building the graph")
-    hnsw_m: int = Field(12, ge=2, le=128, description="links per node")
-
-
-def _render_vars(dimension: int, settings: IndexSettings) -> dict[str, int]:
-    return {
-        "dimension": checked_int("dimension", dimension, maximum=65_536),
-        "hnsw_efc": settings.hnsw_efc,
-        "hnsw_m": settings.hnsw_m,
-    }
+def _index_record(dimension: int, settings: IndexSettings) -> dict[str, Any]:
+    """The index state a new store starts with: generation 0, nothing indexed or pending."""
+    record: dict[str, Any] = {key: {"generation": 0, "indexed": 0, "pending": 0} for key in SEARCH_INDEXES}
+    record["hnsw"] = {"efc": settings.hnsw_efc, "m": settings.hnsw_m}
+    return record
 
 
 def _check_meta(store: SurrealStore, meta: dict[str, Any] | None, dimension: int, embedder: str) -> bool:
@@ -72,7 +76,11 @@ def ensure_schema(store: SurrealStore, *, dimension: int, embedder: str, setting
     settings = settings or IndexSettings()
     meta = store.query("store_meta")[-1]
     known = _check_meta(store, meta, dimension, embedder)
-    store.query("schema", None, **_render_vars(dimension, settings))
+    store.query("schema")
+    if not known:
+        store.query("index_state_write", {"state": _index_record(dimension, settings)})
+    for name, params, placeholders in _index_steps(store.index_states(), dimension, settings):
+        store.query(name, params, **placeholders)
     if not known:
         store.query("store_meta_write", {"meta": _meta_record(dimension, embedder)})
     elif meta["schema_version"] in MIGRATIONS:
@@ -85,7 +93,11 @@ async def aensure_schema(
     settings = settings or IndexSettings()
     meta = (await store.aquery("store_meta"))[-1]
     known = _check_meta(store, meta, dimension, embedder)
-    await store.aquery("schema", None, **_render_vars(dimension, settings))
+    await store.aquery("schema")
+    if not known:
+        await store.aquery("index_state_write", {"state": _index_record(dimension, settings)})
+    for name, params, placeholders in _index_steps(await store.aindex_states(), dimension, settings):
+        await store.aquery(name, params, **placeholders)
     if not known:
         await store.aquery("store_meta_write", {"meta": _meta_record(dimension, embedder)})
     elif meta["schema_version"] in MIGRATIONS:

@@ -1,42 +1,47 @@
 """The one adapter over the official ``surrealdb`` SDK: connect by URL, run named SurrealQL files
-with bound parameters, sync and async.
+with bound parameters, sync and async, and keep the search indexes fast (``surreal_kgrag.indexes``).
 
-Embedded engines (``mem://``, ``surrealkv://``) are opened through the SDK's async embedded
-connection, which runs queries without holding the GIL. Sync calls drive that same handle on a
-per-thread event loop, so sync and async code in one process share one database: a
-``surrealkv://`` path can be opened by a single handle only, and two ``mem://`` handles would be two
-different databases. Remote servers (``ws://``, ``http://``) get a blocking connection for sync calls
-and a native async one for async calls.
+Connections live in ``surreal_kgrag.connection``: stores on one embedded file share one engine
+handle, and every call is safe from many threads and event loops at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import random
 import re
 import threading
-from collections.abc import Coroutine, Mapping, Sequence
-from concurrent.futures import Future
-from typing import Any, ClassVar, TypeVar
-from urllib.parse import urlparse
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
-import surrealdb
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
-from surrealdb.connections.utils_mixin import mapped_engine_errors
-from surrealdb.data.cbor import decode as decode_cbor
 
-from . import surql, wire
-from .errors import ConfigurationError, QueryExecutionError, StoreConnectionError, StoreLockedError
+from . import indexes, surql
+from .connection import (
+    EMBEDDED_SCHEMES,
+    REMOTE_SCHEMES,
+    Connection,
+    EmbeddedConnection,
+    RemoteConnection,
+    is_memory,
+    run_sync,
+    url_scheme,
+)
+from .errors import ConfigurationError, QueryExecutionError, StoreConnectionError, StoreNotFoundError
 from .surql import CompiledFilter
+from .indexes import IndexReport, IndexSettings, IndexState, Lease
 
-T = TypeVar("T")
 # One query of a batch: the surql file name, its bound params, its {{placeholder}} values.
 QueryStep = tuple[str, Mapping[str, Any] | None, Mapping[str, Any]]
+Placeholder = int | CompiledFilter | surql.Identifier
 
 DEFAULT_URL = "surrealkv://.surreal-kgrag"
-EMBEDDED_SCHEMES = frozenset({"mem", "memory", "surrealkv", "surrealkv+versioned", "file"})
-REMOTE_SCHEMES = frozenset({"ws", "wss", "http", "https"})
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+
+__all__ = ["DEFAULT_URL", "StoreConfig", "SurrealStore", "checked_int", "embedded_path", "url_scheme", "validate_identifier"]
 
 
 class StoreConfig(BaseModel):
@@ -55,6 +60,9 @@ class StoreConfig(BaseModel):
     password: SecretStr | None = None
     access: str | None = Field(None, description="name of a DEFINE ACCESS ... TYPE RECORD to sign in as a record user")
     access_variables: dict[str, Any] | None = Field(None, description="signin variables for the record access")
+    create: bool = Field(
+        True, description="open an embedded path that holds no store yet (False: such a path is an error, nothing is created)"
+    )
 
     @field_validator("url")
     @classmethod
@@ -63,6 +71,11 @@ class StoreConfig(BaseModel):
         if scheme not in EMBEDDED_SCHEMES | REMOTE_SCHEMES:
             known = ", ".join(sorted(f"{s}://" for s in EMBEDDED_SCHEMES | REMOTE_SCHEMES))
             raise ValueError(f"unsupported database URL {url!r}: use one of {known}")
+        if scheme in EMBEDDED_SCHEMES and not is_memory(url) and not embedded_path(url):
+            raise ValueError(
+                f"{url!r} names no path: write the store's folder after the scheme, e.g. surrealkv://kg "
+                "(relative to the working directory) or surrealkv:///abs/path/kg"
+            )
         return url
 
     @field_validator("namespace", "database")
@@ -88,8 +101,32 @@ class StoreConfig(BaseModel):
         return cls(**values)
 
 
-def url_scheme(url: str) -> str:
-    return "memory" if url == "memory" else urlparse(url).scheme.lower()
+def embedded_path(url: str) -> str:
+    """The folder of an embedded ``surrealkv://`` / ``file://`` URL, as the engine reads it."""
+    rest = url.split("://", 1)[1] if "://" in url else ""
+    return rest.split("?", 1)[0]
+
+
+def _check_embedded_path(config: StoreConfig) -> None:
+    """Refuse to turn a folder that is not a store into one, and with ``create=False`` to create
+    one at all: a mistyped path must fail, not leave an empty store behind."""
+    if not config.embedded or is_memory(config.url):
+        return
+    path = Path(embedded_path(config.url))
+    if path.is_file():
+        raise StoreNotFoundError(f"{config.url}: {path} is a file, not a store folder")
+    is_store = (path / "manifest").is_dir()
+    if path.is_dir() and not is_store and any(path.iterdir()):
+        raise StoreNotFoundError(
+            f"{config.url}: {path.resolve()} is a folder that holds no surreal-kgrag store; "
+            "use an empty or new folder for a store (e.g. --db surrealkv://kg)"
+        )
+    if not is_store and not config.create:
+        raise StoreNotFoundError(
+            f"no store at {config.url} ({path.resolve()} {'is empty' if path.is_dir() else 'does not exist'}). "
+            "Check the path, or create the store by ingesting documents into it "
+            f"(surreal-kgrag ingest PATH --db {config.url})"
+        )
 
 
 def validate_identifier(value: str) -> str:
@@ -112,7 +149,8 @@ class SurrealStore:
 
     ``query("name", {...})`` runs ``surql/name.surql`` with bound parameters and returns one result
     per statement. Close it (or use ``with``) when done; stores on the same embedded file share one
-    engine handle and the last one to close releases it.
+    engine handle and the last one to close releases it. Safe to use from many threads and event
+    loops at once; queries keep running while documents are written and indexes rebuilt.
     """
 
     def __init__(
@@ -125,6 +163,7 @@ class SurrealStore:
         password: str | None = None,
         access: str | None = None,
         access_variables: Mapping[str, Any] | None = None,
+        create: bool | None = None,
         config: StoreConfig | None = None,
     ) -> None:
         if config is None:
@@ -136,10 +175,11 @@ class SurrealStore:
                 password=password,
                 access=access,
                 access_variables=dict(access_variables) if access_variables else None,
+                create=create,
             )
         self.config = config
-        self._lock = threading.Lock()
-        self._connection: _Connection | None = None
+        self._open_lock = threading.Lock()
+        self._connection: Connection | None = None
         self._server_version: str | None = None
 
     def __repr__(self) -> str:
@@ -147,28 +187,33 @@ class SurrealStore:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    def _conn(self) -> _Connection:
-        with self._lock:
+    def _conn(self) -> Connection:
+        with self._open_lock:
             if self._connection is None:
-                self._connection = _EmbeddedConnection.acquire(self.config) if self.config.embedded else _RemoteConnection(self.config)
+                if self.config.embedded:
+                    _check_embedded_path(self.config)
+                    self._connection = EmbeddedConnection.acquire(self.config)
+                else:
+                    self._connection = RemoteConnection(self.config)
             return self._connection
 
+    async def _aconn(self) -> Connection:
+        connection = self._connection
+        if connection is not None:
+            return connection
+        return await asyncio.to_thread(self._conn)  # opening an embedded file blocks: not on the loop
+
     def close(self) -> None:
-        with self._lock:
-            if self._connection is not None:
-                self._connection.release()
-                self._connection = None
+        with self._open_lock:
+            connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.release()
 
     async def aclose(self) -> None:
-        with self._lock:
+        with self._open_lock:
             connection, self._connection = self._connection, None
         if connection is not None:
             await connection.arelease()
-
-    def settle(self) -> None:
-        """Make reads fast again after a bulk load: an embedded file is closed and opened again
-        (shared by every store on it in this process); other connections are left as they are."""
-        self._conn().reopen()
 
     def __enter__(self) -> SurrealStore:
         return self
@@ -193,37 +238,162 @@ class SurrealStore:
 
     async def aserver_version(self) -> str:
         if self._server_version is None:
-            self._server_version = await self._conn().aversion()
+            self._server_version = await (await self._aconn()).aversion()
         return self._server_version
 
     @property
     def major_version(self) -> int:
         return _major(self.server_version)
 
-    def text(self, name: str, **placeholders: int | CompiledFilter) -> str:
-        """The SurrealQL of ``surql/<name>.surql`` for this server, placeholders filled."""
-        return surql.render(surql.load(name, self.major_version), **placeholders)
+    def text(self, name: str, **placeholders: Placeholder) -> str:
+        """The SurrealQL of ``surql/<name>.surql`` for this server, placeholders filled (the search
+        index names with the live ones)."""
+        template = surql.load(name, self.major_version)
+        connection = self._conn()
+        self._load_catalog(connection, template)
+        lease = connection.catalog.enter(write=False)
+        assert lease is not None
+        connection.catalog.leave(lease)
+        return _render(template, lease, placeholders)
 
-    async def atext(self, name: str, **placeholders: int | CompiledFilter) -> str:
-        return surql.render(surql.load(name, _major(await self.aserver_version())), **placeholders)
-
-    def query(self, name: str, params: Mapping[str, Any] | None = None, **placeholders: int | CompiledFilter) -> list[Any]:
+    def query(self, name: str, params: Mapping[str, Any] | None = None, **placeholders: Placeholder) -> list[Any]:
         """Run ``surql/<name>.surql``; returns one result per statement. ``placeholders`` fill
         ``{{name}}`` slots with checked integers or a compiled filter condition."""
-        return self._conn().run(name, self.text(name, **placeholders), dict(params or {}))
+        return self.query_many([(name, params, placeholders)])[0]
 
-    async def aquery(self, name: str, params: Mapping[str, Any] | None = None, **placeholders: int | CompiledFilter) -> list[Any]:
-        text = await self.atext(name, **placeholders)
-        return await self._conn().arun(name, text, dict(params or {}))
+    async def aquery(self, name: str, params: Mapping[str, Any] | None = None, **placeholders: Placeholder) -> list[Any]:
+        return (await self.aquery_many([(name, params, placeholders)]))[0]
 
     def query_many(self, steps: Sequence[QueryStep]) -> list[list[Any]]:
         """Run several ``(name, params, placeholders)`` queries, concurrently where the connection
         allows it (the embedded engine runs them on separate cores); one result list per query."""
-        jobs = [(name, self.text(name, **placeholders), dict(params or {})) for name, params, placeholders in steps]
-        return self._conn().run_many(jobs)
+        connection = self._conn()
+        templates = [surql.load(name, self.major_version) for name, _, _ in steps]
+        for template in templates:
+            self._load_catalog(connection, template)
+        write = any(surql.writes(t) for t in templates)
+        while (lease := connection.catalog.enter(write=write)) is None:
+            connection.catalog.wait(0.05)  # a write waits while an index is rebuilt
+        try:
+            jobs = [(name, _render(t, lease, ph), dict(params or {})) for (name, params, ph), t in zip(steps, templates)]
+            if len(jobs) > 1:
+                return connection.run_many(jobs)
+            for attempt in range(_RETRIES):
+                try:
+                    return [connection.run(jobs[0])]
+                except QueryExecutionError as error:
+                    if not _retryable(error, templates[0], attempt):
+                        raise
+                time.sleep(_backoff(attempt))
+            raise AssertionError("unreachable")
+        finally:
+            connection.catalog.leave(lease)
 
     async def aquery_many(self, steps: Sequence[QueryStep]) -> list[list[Any]]:
-        return list(await asyncio.gather(*(self.aquery(name, params, **placeholders) for name, params, placeholders in steps)))
+        connection = await self._aconn()
+        major = _major(await self.aserver_version())
+        templates = [surql.load(name, major) for name, _, _ in steps]
+        for template in templates:
+            await self._aload_catalog(connection, template)
+        write = any(surql.writes(t) for t in templates)
+        while (lease := connection.catalog.enter(write=write)) is None:
+            await asyncio.sleep(0.02)
+        try:
+            jobs = [(name, _render(t, lease, ph), dict(params or {})) for (name, params, ph), t in zip(steps, templates)]
+            return list(await asyncio.gather(*(_arun_retrying(connection, job, t) for job, t in zip(jobs, templates))))
+        finally:
+            connection.catalog.leave(lease)
+
+    def _load_catalog(self, connection: Connection, template: str) -> None:
+        if not connection.catalog.loaded and surql.placeholders(template) & indexes.PLACEHOLDERS:
+            connection.catalog.load(connection.run(("index_state", surql.load("index_state", self.major_version), {}))[-1])
+
+    async def _aload_catalog(self, connection: Connection, template: str) -> None:
+        if not connection.catalog.loaded and surql.placeholders(template) & indexes.PLACEHOLDERS:
+            text = surql.load("index_state", _major(await self.aserver_version()))
+            connection.catalog.load((await connection.arun(("index_state", text, {})))[-1])
+
+    # -- search index maintenance ----------------------------------------------------------------
+
+    def index_states(self) -> dict[str, IndexState]:
+        """Each search index (chunk, concept, text): its live name, rows built, updates pending."""
+        connection = self._conn()
+        self._load_catalog(connection, "{{chunk_index}}")
+        return connection.catalog.states()
+
+    async def aindex_states(self) -> dict[str, IndexState]:
+        connection = await self._aconn()
+        await self._aload_catalog(connection, "{{chunk_index}}")
+        return connection.catalog.states()
+
+    def after_bulk_write(self, *, chunks: int = 0, concepts: int = 0, settings: IndexSettings | None = None) -> IndexReport:
+        """Tell the store how many chunk and concept vectors a write added or replaced. The store
+        counts them as pending in its search indexes and rebuilds those whose pending share
+        ``settings`` (default ``IndexSettings()``) says is too large, without disturbing queries.
+        Call it after each bulk write (an ingest does); deletions need not be reported."""
+        connection = self._conn()
+        if not connection.maintains_indexes:
+            return IndexReport(note=_SERVER_NOTE)
+        counts = {"chunk": chunks, "concept": concepts, "text": chunks}
+        return run_sync(indexes.after_writes(connection, counts, settings or IndexSettings()))
+
+    async def aafter_bulk_write(
+        self, *, chunks: int = 0, concepts: int = 0, settings: IndexSettings | None = None
+    ) -> IndexReport:
+        connection = await self._aconn()
+        if not connection.maintains_indexes:
+            return IndexReport(note=_SERVER_NOTE)
+        counts = {"chunk": chunks, "concept": concepts, "text": chunks}
+        return await indexes.after_writes(connection, counts, settings or IndexSettings())
+
+    def optimize(self, *, force: bool = False) -> IndexReport:
+        """Rebuild every search index that has pending updates (all three with ``force``), each as
+        a new generation while queries go on. Run it after many small ingests."""
+        connection = self._conn()
+        if not connection.maintains_indexes:
+            return IndexReport(note=_SERVER_NOTE)
+        return run_sync(indexes.optimize(connection, force=force))
+
+    async def aoptimize(self, *, force: bool = False) -> IndexReport:
+        connection = await self._aconn()
+        if not connection.maintains_indexes:
+            return IndexReport(note=_SERVER_NOTE)
+        return await indexes.optimize(connection, force=force)
+
+
+# A write transaction that lost an optimistic-concurrency race with another writer ("This
+# transaction can be retried") is run again: it rolled back as a whole, so running it again is safe.
+_RETRIES = 8
+_TRANSACTION = re.compile(r"^\s*BEGIN(\s+TRANSACTION)?\s*;", re.IGNORECASE | re.MULTILINE)
+
+
+def _retryable(error: QueryExecutionError, template: str, attempt: int) -> bool:
+    return attempt + 1 < _RETRIES and "can be retried" in str(error) and bool(_TRANSACTION.search(template))
+
+
+def _backoff(attempt: int) -> float:
+    return random.uniform(0.005, 0.02) * 2**attempt
+
+
+async def _arun_retrying(connection: Connection, job: tuple[str, str, dict[str, Any]], template: str) -> list[Any]:
+    for attempt in range(_RETRIES):
+        try:
+            return await connection.arun(job)
+        except QueryExecutionError as error:
+            if not _retryable(error, template, attempt):
+                raise
+        await asyncio.sleep(_backoff(attempt))
+    raise AssertionError("unreachable")
+
+
+_SERVER_NOTE = "a SurrealDB server folds index updates into its indexes in the background; nothing to do here"
+
+
+def _render(template: str, lease: Lease, placeholders: Mapping[str, Placeholder]) -> str:
+    wanted = surql.placeholders(template)
+    values: dict[str, Placeholder] = {k: v for k, v in lease.names.items() if k in wanted}
+    values.update(placeholders)
+    return surql.render(template, **values)
 
 
 def _major(version: str) -> int:
@@ -231,289 +401,3 @@ def _major(version: str) -> int:
     if not match:
         raise StoreConnectionError(f"could not read the SurrealDB version from {version!r}")
     return int(match.group(1))
-
-
-def _query_error(name: str, error: surrealdb.SurrealError | str) -> QueryExecutionError:
-    return QueryExecutionError(f"SurrealDB rejected {name}.surql: {error}")
-
-
-_NOT_EXECUTED = "not executed due to a failed transaction"
-
-
-def _results(name: str, response: dict[str, Any]) -> list[Any]:
-    """One result per statement. On failure, report the statement that failed, not the ones a
-    failed transaction cancelled (the SDK's own parser raises on the first of those)."""
-    if response.get("error"):
-        raise _query_error(name, response["error"].get("message", response["error"]))
-    statements = response.get("result") or []
-    errors = [(i, s.get("result")) for i, s in enumerate(statements) if s.get("status") == "ERR"]
-    if errors:
-        cause = next(((i, m) for i, m in errors if _NOT_EXECUTED not in str(m)), errors[0])
-        raise _query_error(name, f"statement {cause[0] + 1}: {cause[1]}")
-    return [s.get("result") for s in statements]
-
-
-def _open_error(config: StoreConfig, error: Exception) -> StoreConnectionError:
-    message = str(error)
-    if "lock" in message.lower() and config.embedded:
-        return StoreLockedError(
-            f"the embedded store {config.url} is already open in another process ({message}). "
-            "An embedded surrealkv:// store serves one process at a time: stop the other process, or run "
-            "a SurrealDB server on that path (`surreal start surrealkv://PATH`) and connect with ws://."
-        )
-    return StoreConnectionError(f"could not open {config.url}: {message}")
-
-
-def _signin_vars(config: StoreConfig) -> dict[str, Any] | None:
-    if config.access:
-        return {
-            "namespace": config.namespace,
-            "database": config.database,
-            "access": config.access,
-            "variables": dict(config.access_variables or {}),
-        }
-    if config.username:
-        password = config.password.get_secret_value() if config.password else ""
-        return {"username": config.username, "password": password}
-    return None
-
-
-class _Connection:
-    def run(self, name: str, text: str, params: dict[str, Any]) -> list[Any]:
-        raise NotImplementedError
-
-    def run_many(self, jobs: Sequence[tuple[str, str, dict[str, Any]]]) -> list[list[Any]]:
-        return [self.run(*job) for job in jobs]
-
-    async def arun(self, name: str, text: str, params: dict[str, Any]) -> list[Any]:
-        raise NotImplementedError
-
-    def version(self) -> str:
-        raise NotImplementedError
-
-    async def aversion(self) -> str:
-        raise NotImplementedError
-
-    def release(self) -> None:
-        raise NotImplementedError
-
-    async def arelease(self) -> None:
-        self.release()
-
-    def reopen(self) -> None:
-        """Only embedded files need it (see _EmbeddedConnection.reopen)."""
-
-
-# -- embedded ------------------------------------------------------------------------------------
-
-_thread_loops = threading.local()
-_background_lock = threading.Lock()
-_background_loop: asyncio.AbstractEventLoop | None = None
-
-
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion from sync code, also when this thread already runs a loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        loop = getattr(_thread_loops, "loop", None)
-        if loop is None or loop.is_closed():
-            loop = _thread_loops.loop = asyncio.new_event_loop()
-        return loop.run_until_complete(coro)
-    # Sync API called from inside a running loop (a notebook, an async framework calling sync
-    # code): hand the coroutine to a helper thread instead of nesting loops.
-    future: Future[T] = asyncio.run_coroutine_threadsafe(coro, _helper_loop())
-    return future.result()
-
-
-def _helper_loop() -> asyncio.AbstractEventLoop:
-    global _background_loop
-    with _background_lock:
-        if _background_loop is None:
-            _background_loop = asyncio.new_event_loop()
-            threading.Thread(target=_background_loop.run_forever, name="surreal-kgrag-loop", daemon=True).start()
-        return _background_loop
-
-
-class _EmbeddedConnection(_Connection):
-    """One engine handle per embedded file, shared by every store in the process."""
-
-    _registry: ClassVar[dict[str, _EmbeddedConnection]] = {}
-    _registry_lock = threading.Lock()
-
-    def __init__(self, config: StoreConfig) -> None:
-        self.config = config
-        self.refs = 0
-        try:
-            self.db = surrealdb.AsyncSurreal(config.url)
-            run_sync(self._open())
-        except surrealdb.SurrealError as error:
-            raise _open_error(config, error) from error
-
-    async def _open(self) -> None:
-        await self.db.connect()
-        try:
-            credentials = _signin_vars(self.config)
-            if credentials is not None:
-                await self.db.signin(credentials)
-            await self.db.use(self.config.namespace, self.config.database)
-        except BaseException:
-            await self.db.close()  # a failed sign-in must not keep the file locked
-            raise
-
-    @classmethod
-    def acquire(cls, config: StoreConfig) -> _EmbeddedConnection:
-        if url_scheme(config.url) in ("mem", "memory"):
-            connection = cls(config)  # each mem:// store is its own database
-            connection.refs = 1
-            return connection
-        key = config.url
-        with cls._registry_lock:
-            shared = cls._registry.get(key)
-            if shared is None:
-                connection = cls._registry[key] = cls(config)
-            elif (shared.config.namespace, shared.config.database) != (config.namespace, config.database):
-                raise ConfigurationError(
-                    f"{config.url} is already open in this process for namespace "
-                    f"{shared.config.namespace!r} / database {shared.config.database!r}; an embedded "
-                    "file is one handle per process, so use the same namespace and database (or a server)"
-                )
-            elif _signin_vars(shared.config) != _signin_vars(config):  # one handle is one session
-                raise ConfigurationError(
-                    f"{config.url} is already open in this process signed in as another user; an embedded "
-                    "file is one handle, and one session, per process: close the other store first (or use a server)"
-                )
-            else:
-                connection = shared
-            connection.refs += 1
-            return connection
-
-    def release(self) -> None:
-        with self._registry_lock:
-            self.refs -= 1
-            if self.refs > 0:
-                return
-            if self._registry.get(self.config.url) is self:
-                del self._registry[self.config.url]
-        run_sync(self.db.close())
-
-    def reopen(self) -> None:
-        """Close the engine and open the file again. After a large write such as an index rebuild,
-        reads in the same process stay 1.5-3x slower (concept search: 45-76 ms against 24-28) until
-        the engine has closed the file once; a new process starts from the closed state."""
-        if url_scheme(self.config.url) in ("mem", "memory"):
-            return  # nothing on disk: closing would drop the database
-        with self._registry_lock:
-            run_sync(self.db.close())
-            try:
-                self.db = surrealdb.AsyncSurreal(self.config.url)
-                run_sync(self._open())
-            except surrealdb.SurrealError as error:
-                raise _open_error(self.config, error) from error
-
-    def run(self, name: str, text: str, params: dict[str, Any]) -> list[Any]:
-        return run_sync(self.arun(name, text, params))
-
-    def run_many(self, jobs: Sequence[tuple[str, str, dict[str, Any]]]) -> list[list[Any]]:
-        async def gather() -> list[list[Any]]:
-            return list(await asyncio.gather(*(self.arun(*job) for job in jobs)))
-
-        return run_sync(gather())
-
-    async def arun(self, name: str, text: str, params: dict[str, Any]) -> list[Any]:
-        engine = getattr(self.db, "_db", None)  # the SDK's engine handle, to send our own encoding
-        try:
-            if engine is None:
-                response = await self.db.query_raw(text, wire.plain(params))
-            else:
-                with mapped_engine_errors("query"):
-                    response = decode_cbor(await engine.execute(wire.encode_query(text, params)))
-        except surrealdb.SurrealError as error:
-            raise _query_error(name, error) from error
-        return _results(name, response)
-
-    def version(self) -> str:
-        return run_sync(self.aversion())
-
-    async def aversion(self) -> str:
-        return await self.db.version()
-
-
-# -- remote --------------------------------------------------------------------------------------
-
-
-class _RemoteConnection(_Connection):
-    """A blocking connection for sync calls, a native async one (per event loop) for async calls."""
-
-    def __init__(self, config: StoreConfig) -> None:
-        self.config = config
-        self._sync: Any = None
-        self._async: Any = None
-        self._async_loop: asyncio.AbstractEventLoop | None = None
-        self._lock = threading.Lock()
-
-    def _blocking(self) -> Any:
-        with self._lock:
-            if self._sync is None:
-                try:
-                    db = surrealdb.Surreal(self.config.url)
-                    db.connect()
-                    credentials = _signin_vars(self.config)
-                    if credentials is not None:
-                        db.signin(credentials)
-                    db.use(self.config.namespace, self.config.database)
-                except (surrealdb.SurrealError, OSError) as error:
-                    raise _open_error(self.config, error) from error
-                self._sync = db
-            return self._sync
-
-    async def _native(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._async is None or self._async_loop is not loop:
-            try:
-                db = surrealdb.AsyncSurreal(self.config.url)
-                await db.connect()
-                credentials = _signin_vars(self.config)
-                if credentials is not None:
-                    await db.signin(credentials)
-                await db.use(self.config.namespace, self.config.database)
-            except (surrealdb.SurrealError, OSError) as error:
-                raise _open_error(self.config, error) from error
-            self._async, self._async_loop = db, loop
-        return self._async
-
-    def run(self, name: str, text: str, params: dict[str, Any]) -> list[Any]:
-        db = self._blocking()
-        try:
-            response = db.query_raw(text, wire.plain(params))
-        except surrealdb.SurrealError as error:
-            raise _query_error(name, error) from error
-        return _results(name, response)
-
-    async def arun(self, name: str, text: str, params: dict[str, Any]) -> list[Any]:
-        db = await self._native()
-        try:
-            response = await db.query_raw(text, wire.plain(params))
-        except surrealdb.SurrealError as error:
-            raise _query_error(name, error) from error
-        return _results(name, response)
-
-    def version(self) -> str:
-        return self._blocking().version()
-
-    async def aversion(self) -> str:
-        return await (await self._native()).version()
-
-    def release(self) -> None:
-        if self._sync is not None:
-            self._sync.close()
-            self._sync = None
-        # An async connection belongs to its event loop; from sync code it is dropped, and its
-        # socket closes with the loop. `aclose()` closes it properly.
-        self._async = None
-
-    async def arelease(self) -> None:
-        if self._async is not None and self._async_loop is asyncio.get_running_loop():
-            await self._async.close()
-        self._async = None
-        self.release()

@@ -1,9 +1,10 @@
 """Loads the SurrealQL files shipped in ``surql/`` by name.
 
 Every statement the package runs lives in one of those files. Values always travel as bound
-``$params``; the only text ever substituted is a ``{{placeholder}}`` for an integer that SurrealQL
-cannot take as a parameter (vector dimension, HNSW settings, the k and ef of ``<|k,ef|>``), and
-those are checked to be plain integers first.
+``$params``; the only text ever substituted is a ``{{placeholder}}`` for what SurrealQL cannot take
+as a parameter: an integer (vector dimension, HNSW settings, the k and ef of ``<|k,ef|>``), checked
+to be a plain integer first; a filter condition compiled by ``surreal_kgrag.retrieval.filters``; or an
+``Identifier`` (the name of a search index or table this package built), checked to be a plain name.
 """
 
 from __future__ import annotations
@@ -37,6 +38,25 @@ NO_FILTER = CompiledFilter("")
 
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+_COMMENT = re.compile(r"--[^\n]*")
+# Statements that change records or definitions. A query that contains one waits while a search index is being
+# rebuilt (see surreal_kgrag.indexes); a read that merely mentions the word only waits needlessly.
+_WRITE = re.compile(r"\b(INSERT|UPSERT|UPDATE|DELETE|CREATE|RELATE|DEFINE|REMOVE|REBUILD|ALTER)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Identifier:
+    """A name rendered into SurrealQL text: a search index or a table of the schema."""
+
+    value: str
+
+    def __post_init__(self) -> None:
+        if not _IDENTIFIER.match(self.value):
+            raise ConfigurationError(f"invalid SurrealQL identifier {self.value!r}")
+
+
+Fragment = int | CompiledFilter | Identifier
 
 
 def _surql_dirs() -> list[Path]:
@@ -58,11 +78,26 @@ def load(name: str, major_version: int = 3) -> str:
     raise FileNotFoundError(f"SurrealQL file {name}.surql not found in {[str(d) for d in _surql_dirs()]}")
 
 
-def render(text: str, **values: int | CompiledFilter) -> str:
-    """Fill ``{{name}}`` placeholders with integers, or with a :class:`CompiledFilter` condition
-    (validated field paths and ``$param`` references only)."""
+@cache
+def placeholders(text: str) -> frozenset[str]:
+    """The ``{{name}}`` slots of a SurrealQL text."""
+    return frozenset(_PLACEHOLDER.findall(text))
+
+
+@cache
+def writes(text: str) -> bool:
+    """Whether a SurrealQL text (comments aside) contains a statement that changes records."""
+    return bool(_WRITE.search(_COMMENT.sub("", text)))
+
+
+def render(text: str, **values: Fragment) -> str:
+    """Fill ``{{name}}`` placeholders with integers, a filter condition compiled by
+    ``surreal_kgrag.retrieval.filters`` (validated field paths and ``$param`` references only), or an
+    ``Identifier``."""
     for key, value in values.items():
-        if not isinstance(value, CompiledFilter) and (isinstance(value, bool) or not isinstance(value, int)):
+        if isinstance(value, (CompiledFilter, Identifier)):
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigurationError(f"{key} must be an integer, got {value!r}")
 
     def fill(match: re.Match[str]) -> str:
@@ -70,6 +105,10 @@ def render(text: str, **values: int | CompiledFilter) -> str:
         if key not in values:
             raise ConfigurationError(f"no value given for {{{{{key}}}}} in SurrealQL template")
         value = values[key]
-        return value.clause() if isinstance(value, CompiledFilter) else str(int(value))
+        if isinstance(value, CompiledFilter):
+            return value.clause()
+        if isinstance(value, Identifier):
+            return value.value
+        return str(int(value))
 
     return _PLACEHOLDER.sub(fill, text)

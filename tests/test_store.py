@@ -83,20 +83,6 @@ def test_stores_on_one_embedded_file_share_the_engine(tmp_path):
         assert reopened.query("store_meta")[1]["embedder"] == "test"
 
 
-def test_settle_reopens_an_embedded_file_for_every_store_on_it_and_keeps_the_data(tmp_path):
-    url = f"surrealkv://{tmp_path / 'kg'}"
-    with SurrealStore(url) as first, SurrealStore(url) as second:
-        ensure_schema(first, dimension=3, embedder="test")
-        engine = first._conn().db
-        first.settle()
-        assert first._conn().db is not engine and second._conn() is first._conn()  # one handle, replaced
-        assert second.query("store_meta")[1]["embedder"] == "test"
-    with SurrealStore("mem://") as memory:  # a mem:// database lives in its handle: kept as it is
-        ensure_schema(memory, dimension=3, embedder="test")
-        memory.settle()
-        assert memory.query("store_meta")[1]["dimension"] == 3
-
-
 def test_same_file_other_namespace_in_one_process_is_refused(tmp_path):
     url = f"surrealkv://{tmp_path / 'kg'}"
     with SurrealStore(url, namespace="a") as a:
