@@ -42,7 +42,7 @@ EXIT_INTERRUPTED = 130  # Ctrl-C: what was written is complete; run again to con
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from .chunking import SentenceChunker
-    from .ingest import IngestConfig, Ingestor, IngestInterrupted
+    from .ingest import IngestConfig, IngestInterrupted, Ingestor
 
     config = IngestConfig(
         chunker=SentenceChunker(max_tokens=args.max_tokens, overlap_tokens=args.overlap),
@@ -60,7 +60,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     for failure in summary.failures:
         print(f"skipped {failure}", file=sys.stderr)
     t = summary.timings
-    stages = ", ".join(f"{stage} {t[stage]:.1f}s" for stage in ("load", "chunk", "extract", "embed", "concepts", "write", "index") if stage in t)
+    stages = ", ".join(f"{stage} {seconds:.1f}s" for stage, seconds in t.items())
     _emit(
         args,
         summary,

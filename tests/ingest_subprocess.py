@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import sys
 
+import surreal_kgrag.ingest
 from surreal_kgrag import IngestConfig, SurrealStore
 from surreal_kgrag.cli import main
-import surreal_kgrag.ingest
 
 query = SurrealStore.query
 writes = 0

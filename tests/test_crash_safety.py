@@ -13,10 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+from test_ingest_safety import integrity, prose
 
 from surreal_kgrag import IngestConfig, Ingestor, SurrealStore
-
-from test_ingest_safety import integrity, prose
 
 HELPER = Path(__file__).with_name("ingest_subprocess.py")
 DOCUMENTS = 16

@@ -2,6 +2,6 @@
 
 from .config import IngestConfig
 from .delete import adelete_documents, delete_documents
-from .pipeline import Ingestor, IngestInterrupted
+from .pipeline import IngestInterrupted, Ingestor
 
 __all__ = ["IngestConfig", "IngestInterrupted", "Ingestor", "adelete_documents", "delete_documents"]

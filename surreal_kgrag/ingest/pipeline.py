@@ -332,12 +332,9 @@ class _Run:
             with self._timed("load"):
                 item = next(iterator, _END)
             if item is not _END:
-                if isinstance(item, LoadFailure):
-                    failures.append(item)
-                    continue
-                problem = _check(item, cfg.max_document_chars)
-                if problem is not None:
-                    failures.append(problem)
+                problem = item if isinstance(item, LoadFailure) else _check(item, cfg.max_document_chars)
+                if problem is not None or not isinstance(item, SourceDocument):
+                    failures.append(problem or LoadFailure(source="?", reason="not a document"))
                     continue
                 docs.append(item)
                 chars += len(item.text)
