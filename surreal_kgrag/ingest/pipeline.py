@@ -378,7 +378,11 @@ class _Run:
         if not batch.works:
             return
         with self._timed("extract"):
-            mentions = iter(self.ingestor.extractor.extract([c.content for w in batch.works for c in w.chunks]))
+            texts = [c.content for w in batch.works for c in w.chunks]
+            found = self._in_slices(self.ingestor.extractor.extract, texts)
+            if found is None:
+                return
+            mentions = iter(found)
             for work in batch.works:
                 work.mentions = [next(mentions) for _ in work.chunks]
 
@@ -390,7 +394,10 @@ class _Run:
             for work in batch.works:
                 work.contexts = [in_context(work.doc, c.content, self.config.title_in_context) for c in work.chunks]
             contexts = [text for work in batch.works for text in work.contexts]
-            vectors = iter(embed_many(ingestor.embedder, contexts, len(contexts)))
+            embedded = self._in_slices(lambda texts: embed_many(ingestor.embedder, texts, len(texts)), contexts)
+            if embedded is None:
+                return
+            vectors = iter(embedded)
             for work in batch.works:
                 work.vectors = [next(vectors) for _ in work.chunks]
             metadata = ingestor._metadata_extractor
@@ -398,6 +405,17 @@ class _Run:
             batch.works = []  # the prepared records hold everything from here on
         with self._timed("concepts"):
             batch.new_concepts = self._new_concepts(batch.prepared)
+
+    def _in_slices(self, model: Callable[[list[str]], Any], texts: list[str]) -> list[Any] | None:
+        """``model`` over ``texts``, ``batch_chunks`` at a time (a long document is one batch of
+        many chunks); None when the run is aborted meanwhile, so Ctrl-C never waits long."""
+        size = self.config.batch_chunks
+        out: list[Any] = []
+        for start in range(0, len(texts), size):
+            if self.abort.is_set():
+                return None
+            out.extend(model(texts[start : start + size]))
+        return out
 
     def _new_concepts(self, prepared: list[PreparedDocument]) -> dict[str, dict[str, Any]]:
         """Records for the concepts of a batch that neither the store nor an earlier batch has."""
