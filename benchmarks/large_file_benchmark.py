@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from surreal_kgrag.ingest import IngestConfig, Ingestor, IngestInterrupted
+from surreal_kgrag.ingest import IngestConfig, IngestInterrupted, Ingestor
 from surreal_kgrag.store import SurrealStore
 
 PEOPLE = ["Ada Lovelace", "Alan Turing", "Grace Hopper", "Marie Curie", "Niels Bohr", "Lise Meitner"]
