@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from surrealdb import RecordID
+from test_ingest import CountingEmbedder
 
 from surreal_kgrag import IngestConfig, Ingestor, SurrealStore, delete_documents, ensure_schema
 from surreal_kgrag.chunking import SentenceChunker
@@ -40,30 +41,6 @@ def surname(n: int) -> str:
     syllables = ["ka", "lo", "mi", "ren", "tas", "vol", "dre", "sun", "bi", "gor", "pel", "ush", "fa", "zin", "ot",
                  "qua", "ne", "har", "lie", "mor", "ste", "vi", "ya", "cor", "pu"]
     return "".join(syllables[(n // 25**k) % 25] for k in range(3)).capitalize()
-
-
-class CountingEmbedder:
-    """The real MiniLM embedder, counting the texts it embeds."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.texts: list[str] = []
-
-    name = property(lambda self: self.inner.name)
-    dimension = property(lambda self: self.inner.dimension)
-
-    def embed_documents(self, texts):
-        self.texts.extend(texts)
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text):
-        return self.inner.embed_query(text)
-
-    async def aembed_documents(self, texts):
-        return self.embed_documents(texts)
-
-    async def aembed_query(self, text):
-        return self.inner.embed_query(text)
 
 
 class DeletesBeforeFirstWrite:
