@@ -17,9 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import queue
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -39,11 +37,10 @@ from .concepts import ConceptClaims, concept_records, embed_many, missing_concep
 from .config import IngestConfig
 from .delete import adelete_documents, delete_documents, delete_records, stale_parts
 from .records import DocumentWork, PreparedDocument, in_context, prepare
+from .stages import StageLine
 from .writer import Writer
 
 STAGES = ("load", "chunk", "extract", "embed", "concepts", "write", "index")
-_END = object()
-_POLL = 0.1  # seconds between checks for a stop while a thread waits on a queue
 
 
 class IngestInterrupted(KeyboardInterrupt):
@@ -120,10 +117,15 @@ class Ingestor:
         stops it the way Ctrl-C does: the transaction in progress finishes, nothing is half-written."""
         return await _run_async(_Run(self, self._sources(inputs, loader_options)))
 
-    async def aingest_texts(self, texts: Sequence[str], **kwargs: Any) -> IngestSummary:
-        return await _run_async(
-            _Run(self, _texts_as_documents(texts, kwargs.get("metadatas"), kwargs.get("ids"), kwargs.get("titles")))
-        )
+    async def aingest_texts(
+        self,
+        texts: Sequence[str],
+        *,
+        metadatas: Sequence[dict[str, Any]] | None = None,
+        ids: Sequence[str] | None = None,
+        titles: Sequence[str | None] | None = None,
+    ) -> IngestSummary:
+        return await _run_async(_Run(self, _texts_as_documents(texts, metadatas, ids, titles)))
 
     async def adelete(self, keys: Iterable[str]) -> int:
         return await adelete_documents(self.store, keys)
@@ -173,8 +175,8 @@ class _Run:
         self.summary = IngestSummary()
         self.timings = dict.fromkeys(STAGES, 0.0)
         self.busy: set[str] = set()
-        self.abort = threading.Event()
-        self.errors: list[BaseException] = []
+        self.line = StageLine(self.config.queue_batches)
+        self.abort = self.line.abort
         self.claims = ConceptClaims()
         self.progress: Any = None
         self.started = 0.0
@@ -197,36 +199,15 @@ class _Run:
             group_chunks=self.config.group_chunks,
             on_written=self._written,
         )
-        size = self.config.queue_batches
-        loaded: queue.Queue[Any] = queue.Queue(size)
-        extracted: queue.Queue[Any] = queue.Queue(size)
-        embedded: queue.Queue[Any] = queue.Queue(size)
-        threads: list[threading.Thread] = []
-        stages: list[tuple[str, Callable[..., Any]]] = [
-            ("load", lambda: self._produce(loaded, threads[1])),
-            ("extract", lambda: self._relay(loaded, threads[0], self._extract, extracted, threads[2])),
-            ("embed", lambda: self._relay(extracted, threads[1], self._embed, embedded, threads[3])),
-            ("write", lambda: self._consume(embedded, threads[2], writer)),
-        ]
-        for name, target in stages:
-            threads.append(threading.Thread(target=self._guarded(target), name=f"kgrag-ingest-{name}", daemon=True))
         try:
-            for thread in threads:
-                thread.start()
-            while threads[-1].is_alive():
-                threads[-1].join(_POLL)
-            _join(threads)
-            if self.errors:
-                raise self.errors[0]
+            self.line.run(self._load, [("extract", self._extract), ("embed", self._embed)], lambda batch: self._write(batch, writer))
             if self.abort.is_set():  # aingest cancelled
                 raise IngestInterrupted(self._finish())
             self._stage_index(writer.vectors_written)
         except KeyboardInterrupt as interrupt:
             if isinstance(interrupt, IngestInterrupted):
                 raise
-            self.abort.set()
-            _join(threads)  # the transaction in progress finishes
-            raise IngestInterrupted(self._finish()) from None
+            raise IngestInterrupted(self._finish()) from None  # the transaction in progress has finished
         finally:
             self.progress.close()
         return self._finish()
@@ -242,66 +223,13 @@ class _Run:
         with self._timed("index"):
             self.ingestor._maintain_indexes(vectors_written)
 
-    def _guarded(self, target: Callable[[], None]) -> Callable[[], None]:
-        def run() -> None:
-            try:
-                target()
-            except BaseException as error:  # reraised by execute() in the calling thread
-                self.errors.append(error)
-
-        return run
-
-    # -- queues ----------------------------------------------------------------------------------
-
-    def _put(self, outbox: queue.Queue[Any], item: Any, consumer: threading.Thread) -> bool:
-        """Hand ``item`` on; False when the run is aborted or the next stage has stopped."""
-        while not self.abort.is_set():
-            try:
-                outbox.put(item, timeout=_POLL)
-                return True
-            except queue.Full:
-                if not consumer.is_alive():
-                    return False
-        return False
-
-    def _get(self, inbox: queue.Queue[Any], producer: threading.Thread) -> Any:
-        """The next batch, or _END when the previous stage is done (or failed) or the run is aborted."""
-        while not self.abort.is_set():
-            try:
-                return inbox.get(timeout=_POLL)
-            except queue.Empty:
-                if not producer.is_alive() and inbox.empty():
-                    return _END
-        return _END
-
-    def _produce(self, outbox: queue.Queue[Any], consumer: threading.Thread) -> None:
-        for batch in self._load():
-            if not self._put(outbox, batch, consumer):
-                return
-        self._put(outbox, _END, consumer)
-
-    def _relay(
-        self,
-        inbox: queue.Queue[Any],
-        producer: threading.Thread,
-        work: Callable[[_Batch], None],
-        outbox: queue.Queue[Any],
-        consumer: threading.Thread,
-    ) -> None:
-        while (batch := self._get(inbox, producer)) is not _END:
-            work(batch)
-            if not self._put(outbox, batch, consumer):
-                return
-        self._put(outbox, _END, consumer)
-
-    def _consume(self, inbox: queue.Queue[Any], producer: threading.Thread, writer: Writer) -> None:
-        while (batch := self._get(inbox, producer)) is not _END:
-            self.summary.failures.extend(batch.failures)
-            self.summary.skipped += batch.skipped
-            self._written(len(batch.failures) + batch.skipped, 0)
-            with self._timed("write"):
-                delete_records(self.ingestor.store, batch.stale)
-                writer.write(batch.prepared, batch.new_concepts, self.abort.is_set)
+    def _write(self, batch: _Batch, writer: Writer) -> None:
+        self.summary.failures.extend(batch.failures)
+        self.summary.skipped += batch.skipped
+        self._written(len(batch.failures) + batch.skipped, 0)
+        with self._timed("write"):
+            delete_records(self.ingestor.store, batch.stale)
+            writer.write(batch.prepared, batch.new_concepts, self.abort.is_set)
 
     @contextlib.contextmanager
     def _timed(self, stage: str) -> Iterator[None]:
@@ -330,8 +258,8 @@ class _Run:
         iterator = iter(self.sources)
         while not self.abort.is_set():
             with self._timed("load"):
-                item = next(iterator, _END)
-            if item is not _END:
+                item = next(iterator, None)
+            if item is not None:
                 problem = item if isinstance(item, LoadFailure) else _check(item, cfg.max_document_chars)
                 if problem is not None or not isinstance(item, SourceDocument):
                     failures.append(problem or LoadFailure(source="?", reason="not a document"))
@@ -344,7 +272,7 @@ class _Run:
             if docs or failures:
                 yield from self._chunked(docs, failures)
             docs, failures, chars = [], [], 0
-            if item is _END:
+            if item is None:
                 return
 
     def _chunked(self, docs: list[SourceDocument], failures: list[LoadFailure]) -> Iterator[_Batch]:
@@ -444,12 +372,6 @@ def _check(doc: SourceDocument | Any, max_chars: int) -> LoadFailure | None:
         {"key": doc.key, "title": doc.title, "text": doc.text, "metadata": doc.metadata, "access": doc.access}
     )
     return None if problem is None else LoadFailure(source=doc.source, reason=problem)
-
-
-def _join(threads: list[threading.Thread]) -> None:
-    for thread in threads:
-        if thread.ident is not None:  # started
-            thread.join()
 
 
 def _last_per_key(docs: list[SourceDocument]) -> list[SourceDocument]:
