@@ -6,6 +6,7 @@ before and after each write transaction so the test can kill the process at a ch
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import surreal_kgrag.ingest
@@ -28,6 +29,8 @@ def announced(self, name, params=None, **placeholders):
 
 
 SurrealStore.query = announced
+# A process started in the background by a shell inherits SIGINT ignored; Ctrl-C is what is tested.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 # Small batches and groups: many transactions, several batches in flight at once.
 
 
