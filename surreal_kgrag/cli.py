@@ -16,10 +16,12 @@ Exit codes (the README lists the same table):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -60,27 +62,37 @@ def _emit(args: argparse.Namespace, payload: BaseModel | dict[str, Any], text: s
         print(text)
 
 
+EXIT_PARTIAL = 3  # some inputs failed, the rest were written (the store helper's exit-code table may renumber it)
+EXIT_INTERRUPTED = 130  # Ctrl-C: what was written is complete; run again to continue
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
     from .chunking import SentenceChunker
-    from .ingest import IngestConfig, Ingestor
+    from .ingest import IngestConfig, IngestInterrupted, Ingestor
 
     config = IngestConfig(
         chunker=SentenceChunker(max_tokens=args.max_tokens, overlap_tokens=args.overlap),
-        show_progress=False if args.no_progress else None,
+        show_progress=False if args.no_progress or args.json else None,
     )
     with _store(args) as store:
         ingestor = Ingestor(store, embedder=args.embedder, extractor=args.spacy_model, config=config)
-        summary = ingestor.ingest(args.paths, glob=args.glob)
+        try:
+            summary = ingestor.ingest(args.paths, glob=args.glob, follow_symlinks=args.follow_symlinks)
+        except IngestInterrupted as interrupted:
+            for failure in interrupted.summary.failures:
+                print(f"skipped {failure}", file=sys.stderr)
+            print(f"surreal-kgrag ingest: {interrupted}", file=sys.stderr)
+            return EXIT_INTERRUPTED
     for failure in summary.failures:
         print(f"skipped {failure}", file=sys.stderr)
     t = summary.timings
+    stages = ", ".join(f"{stage} {seconds:.1f}s" for stage, seconds in t.items())
     _emit(
         args,
         summary,
         f"added {summary.added}, updated {summary.updated}, skipped {summary.skipped} unchanged, "
         f"failed {summary.failed}; {summary.chunks} chunks, {summary.concepts} new concepts, {summary.edges} edges "
-        f"in {summary.seconds:.1f}s (extract {t.get('extract', 0):.1f}s, embed {t.get('embed', 0):.1f}s, "
-        f"write {t.get('write', 0):.1f}s, index {t.get('index', 0):.1f}s)",
+        f"in {summary.seconds:.1f}s (busy time per stage, the stages overlap: {stages})",
     )
     return EXIT_PARTIAL if summary.failed else EXIT_OK
 
@@ -88,10 +100,23 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def cmd_delete(args: argparse.Namespace) -> int:
     from .ingest import delete_documents
 
+    keys = _delete_keys(args.keys)
     with _store(args) as store:
-        deleted = delete_documents(store, args.keys)
+        deleted = delete_documents(store, keys)
     _emit(args, {"deleted": deleted}, f"deleted {deleted} of {len(args.keys)} documents")
-    return 0
+    return EXIT_OK
+
+
+def _delete_keys(keys: Sequence[str]) -> list[str]:
+    """Each key as given, and a relative path also as the absolute path `ingest` stored it under
+    (files are keyed by their resolved path); the file need not exist any more."""
+    resolved = []
+    for key in keys:
+        resolved.append(key)
+        if key.strip() and not os.path.isabs(key):
+            with contextlib.suppress(OSError, RuntimeError, ValueError):
+                resolved.append(Path(key).resolve().as_posix())
+    return list(dict.fromkeys(resolved))
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -109,7 +134,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     ]
     lines += [f"index {name:<16} {state}" for name, state in stats.indexes.items()]
     _emit(args, stats, "\n".join(lines))
-    return 0
+    return EXIT_OK
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
@@ -156,7 +181,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         "analysing the question, the first load of the models included)"
     )
     _emit(args, result, "\n".join(lines))
-    return 0
+    return EXIT_OK
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -189,7 +214,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.chart:
         lines.append(f"chart written to {args.chart}")
     _emit(args, report.as_json(), "\n".join(lines))
-    return 0
+    return EXIT_OK
 
 
 def _progress(label: str, args: argparse.Namespace) -> Any:
@@ -223,9 +248,14 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--overlap", type=int, default=32, help="overlap between chunks in tokens (default: 32)")
     ingest.add_argument("--spacy-model", default=None, help="spaCy pipeline for concepts (default: best installed)")
     ingest.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ingest.add_argument(
+        "--follow-symlinks", action="store_true", help="read symlinks inside folders that point outside them"
+    )
     ingest.set_defaults(func=cmd_ingest)
 
-    delete = commands.add_parser("delete", parents=[common], help="delete documents by key (file path or record id)")
+    delete = commands.add_parser(
+        "delete", parents=[common], help="delete documents by key (file path, relative or absolute, or record id)"
+    )
     delete.add_argument("keys", nargs="+")
     delete.set_defaults(func=cmd_delete)
 

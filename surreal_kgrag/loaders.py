@@ -7,6 +7,7 @@ through verbatim.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import io
 import json
@@ -26,6 +27,7 @@ from .models import LoadFailure, SourceDocument
 __all__ = [
     "SUPPORTED_SUFFIXES",
     "LoaderOptions",
+    "find_unstorable",
     "from_langchain",
     "from_llama_index",
     "from_text",
@@ -61,6 +63,15 @@ class LoaderOptions(BaseModel):
     title_field: str = Field(default="title", min_length=1)
     id_field: str = Field(default="id", min_length=1)
     access_field: str = Field(default="access", min_length=1)
+    follow_symlinks: bool = Field(
+        default=False, description="read symlinks inside a folder whose target lies outside that folder"
+    )
+    max_file_bytes: int = Field(default=1 << 30, ge=1, description="larger files are reported and skipped unread")
+    part_chars: int = Field(
+        default=2_000_000,
+        ge=1_000,
+        description="a text file longer than this is read in parts of about this size, each its own document",
+    )
 
 
 def iter_sources(
@@ -71,13 +82,19 @@ def iter_sources(
     title_field: str = "title",
     id_field: str = "id",
     access_field: str = "access",
+    follow_symlinks: bool = False,
+    max_file_bytes: int = 1 << 30,
+    part_chars: int = 2_000_000,
 ) -> Iterator[SourceDocument | LoadFailure]:
     """Yield a document or a failure for everything in ``inputs``; never raises for a bad input.
 
     Strings and path-likes are paths (files or folders); ``SourceDocument`` objects pass through;
-    LangChain and LlamaIndex documents are converted.
+    LangChain and LlamaIndex documents are converted. Inside a folder, a symlink whose target lies
+    outside the folder is reported and skipped unless ``follow_symlinks``; a file larger than
+    ``max_file_bytes`` is reported and skipped unread; a text file longer than ``part_chars``
+    characters is read a part at a time, each part a document keyed ``<path>#part-00001``, ...
     """
-    options = _options(glob, text_field, title_field, id_field, access_field)
+    options = _options(glob, text_field, title_field, id_field, access_field, follow_symlinks, max_file_bytes, part_chars)
     # A lone path is a common slip; iterating it would walk its characters.
     if isinstance(inputs, (str, os.PathLike, SourceDocument)):
         inputs = [inputs]
@@ -93,9 +110,12 @@ def load_path(
     title_field: str = "title",
     id_field: str = "id",
     access_field: str = "access",
+    follow_symlinks: bool = False,
+    max_file_bytes: int = 1 << 30,
+    part_chars: int = 2_000_000,
 ) -> Iterator[SourceDocument | LoadFailure]:
     """Load one file or folder; see :func:`iter_sources`."""
-    options = _options(glob, text_field, title_field, id_field, access_field)
+    options = _options(glob, text_field, title_field, id_field, access_field, follow_symlinks, max_file_bytes, part_chars)
     yield from _load_path(path, options)
 
 
@@ -154,10 +174,26 @@ def from_llama_index(doc: Any, *, access_field: str = "access") -> SourceDocumen
 # --- dispatch ---------------------------------------------------------------------------------
 
 
-def _options(glob: str, text_field: str, title_field: str, id_field: str, access_field: str) -> LoaderOptions:
+def _options(
+    glob: str,
+    text_field: str,
+    title_field: str,
+    id_field: str,
+    access_field: str,
+    follow_symlinks: bool,
+    max_file_bytes: int,
+    part_chars: int,
+) -> LoaderOptions:
     try:
         return LoaderOptions(
-            glob=glob, text_field=text_field, title_field=title_field, id_field=id_field, access_field=access_field
+            glob=glob,
+            text_field=text_field,
+            title_field=title_field,
+            id_field=id_field,
+            access_field=access_field,
+            follow_symlinks=follow_symlinks,
+            max_file_bytes=max_file_bytes,
+            part_chars=part_chars,
         )
     except ValidationError as exc:
         raise ConfigurationError(f"invalid loader options: {exc}") from exc
@@ -273,8 +309,23 @@ def _load_folder(root: Path, options: LoaderOptions) -> Result:
     for exc in errors:
         where = Path(exc.filename).absolute().as_posix() if exc.filename else root.absolute().as_posix()
         yield LoadFailure(source=where, reason=f"cannot list folder: {_os_reason(exc)}")
+    inside = root.resolve()
     for _, path in sorted(matches):
+        if not options.follow_symlinks and path.is_symlink() and not _within(path, inside):
+            yield LoadFailure(
+                source=path.absolute().as_posix(),
+                reason="symlink to a file outside the folder being ingested; not followed "
+                "(pass the target itself, or follow_symlinks=True)",
+            )
+            continue
         yield from _load_file(path, options)
+
+
+def _within(path: Path, folder: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(folder)
+    except (OSError, RuntimeError):  # a broken link or a loop: reading it will say so
+        return True
 
 
 def _glob_match(parts: list[str], pattern: list[str]) -> bool:
@@ -289,9 +340,23 @@ def _glob_match(parts: list[str], pattern: list[str]) -> bool:
 
 def _load_file(path: Path, options: LoaderOptions) -> Result:
     shown = path.absolute().as_posix()
+    suffix = path.suffix.lower()
     try:
-        data = path.read_bytes()
+        size = path.stat().st_size
         resolved = path.resolve().as_posix()
+        if size > options.max_file_bytes:
+            yield LoadFailure(
+                source=resolved,
+                reason=f"file has {size:,} bytes, more than max_file_bytes={options.max_file_bytes:,}; not read",
+            )
+            return
+        if suffix in (".jsonl", ".ndjson"):
+            yield from _load_jsonl(path, resolved, options)
+            return
+        if SUPPORTED_SUFFIXES[suffix] in _PLAIN_TYPES and size > options.part_chars:
+            yield from _load_text_parts(path, resolved, options.part_chars)
+            return
+        data = path.read_bytes()
     except IsADirectoryError:
         yield LoadFailure(source=shown, reason="is a directory, not a file")
         return
@@ -301,7 +366,6 @@ def _load_file(path: Path, options: LoaderOptions) -> Result:
     except RuntimeError as exc:  # Path.resolve() on Python < 3.13 reports symlink loops this way
         yield LoadFailure(source=shown, reason=f"cannot resolve path: {exc}")
         return
-    suffix = path.suffix.lower()
     if suffix == ".pdf":
         yield _load_pdf(path, data, resolved)
         return
@@ -310,9 +374,7 @@ def _load_file(path: Path, options: LoaderOptions) -> Result:
     except LoaderError as exc:
         yield LoadFailure(source=resolved, reason=str(exc))
         return
-    if suffix in (".jsonl", ".ndjson"):
-        yield from _load_jsonl(text, resolved, options)
-    elif suffix == ".json":
+    if suffix == ".json":
         yield from _load_json(text, resolved, options)
     elif suffix in (".html", ".htm"):
         yield _load_html(path, text, resolved)
@@ -343,6 +405,104 @@ def _os_reason(exc: OSError) -> str:
 
 _MD_HEADING = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _MD_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+
+
+_PLAIN_TYPES = frozenset({"text/plain", "text/markdown", "text/x-rst"})
+_READ_BLOCK = 1 << 20  # characters decoded at a time from a text file read in parts
+
+
+def _load_text_parts(path: Path, resolved: str, part_chars: int) -> Result:
+    """A long text file, read twice a block at a time: once to check and count its parts, once to
+    yield them. Each part is a document of its own, so memory stays bounded by ``part_chars``."""
+    try:
+        total = sum(1 for _ in _text_parts(path, part_chars))
+    except LoaderError as exc:
+        yield LoadFailure(source=resolved, reason=str(exc))
+        return
+    if total == 0:
+        yield LoadFailure(source=resolved, reason="empty file; nothing to index")
+        return
+    content_type = SUPPORTED_SUFFIXES[path.suffix.lower()]
+    title: str | None = None
+    for number, text in enumerate(_text_parts(path, part_chars), start=1):
+        if title is None:
+            title = (_markdown_title(text) if content_type == "text/markdown" else None) or path.stem
+        yield SourceDocument(
+            key=f"{resolved}#part-{number:05d}",
+            text=text,
+            title=title,
+            source=resolved,
+            content_type=content_type,
+            metadata={"file_name": path.name, "part": number, "parts": total},
+        )
+
+
+def _text_parts(path: Path, part_chars: int) -> Iterator[str]:
+    """The non-blank parts of a UTF-8 text file, each at most ``part_chars`` characters, cut at a
+    blank line, else a line end, else a sentence end, else a space, as late as possible."""
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    buffer = ""
+    offset = 0
+    with path.open("rb") as stream:
+        while True:
+            data = stream.read(_READ_BLOCK)
+            if b"\x00" in data:
+                raise LoaderError("binary file (contains NUL bytes), not a text document")
+            try:
+                buffer += decoder.decode(data, final=not data)
+            except UnicodeDecodeError as exc:
+                raise LoaderError(
+                    f"not valid UTF-8 (bad byte at offset {offset + exc.start}); re-save the file as UTF-8"
+                ) from None
+            offset += len(data)
+            # Same newlines as text-mode open(); a "\r" at the end may be half of a "\r\n".
+            held = "\r" if data and buffer.endswith("\r") else ""
+            buffer = buffer[: len(buffer) - len(held)].replace("\r\n", "\n").replace("\r", "\n")
+            while len(buffer) > part_chars or (not data and buffer):
+                cut = _cut(buffer, part_chars)
+                if buffer[:cut].strip():
+                    yield buffer[:cut]
+                buffer = buffer[cut:]
+            buffer += held
+            if not data:
+                return
+
+
+def _cut(text: str, limit: int) -> int:
+    if len(text) <= limit:
+        return len(text)
+    for separator in ("\n\n", "\n", ". ", " "):
+        found = text.rfind(separator, limit // 2, limit)
+        if found != -1:
+            return found + len(separator)
+    return limit
+
+
+def find_unstorable(value: Any, where: str = "record") -> str | None:
+    """Why ``value`` cannot be stored as it is (a lone surrogate in a string, an integer outside
+    SurrealDB's signed 64 bits), naming where it sits; None when it can."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return (
+                f"{where} holds a lone surrogate {value[exc.start]!r} at character {exc.start}, which is not "
+                "valid Unicode and cannot be stored; fix the source text"
+            )
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if not -(1 << 63) <= value < 1 << 63:
+            return f"{where} holds the integer {value}, outside the signed 64-bit range SurrealDB stores; write it as a string"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            problem = find_unstorable(key, f"a key of {where}") or find_unstorable(item, f"{where}[{key!r}]")
+            if problem is not None:
+                return problem
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            problem = find_unstorable(item, f"{where}[{index}]")
+            if problem is not None:
+                return problem
+    return None
 
 
 def _load_text(path: Path, text: str, resolved: str, content_type: str) -> SourceDocument:
@@ -478,19 +638,38 @@ def _pdf_field(info: Any, name: str) -> str | None:
 # --- JSON records -----------------------------------------------------------------------------
 
 
-def _load_jsonl(text: str, path: str, options: LoaderOptions) -> Result:
+def _load_jsonl(file: Path, path: str, options: LoaderOptions) -> Result:
+    """One record per line, read a line at a time (memory does not grow with the file)."""
     seen: dict[str, str] = {}
-    # split("\n"), not splitlines(): JSON strings may hold U+2028 and friends verbatim.
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield LoadFailure(source=path, line=number, reason=f"malformed JSON: {exc.msg} (column {exc.colno})")
-            continue
-        spot = _Spot(path, f"{path}#L{number}", f"{path}:{number}", f"line {number}", number)
-        yield _record(record, spot, seen, options)
+    empty = True
+    with file.open("rb") as stream:
+        # Lines end at b"\n" only: JSON strings may hold U+2028 and friends verbatim.
+        for number, raw in enumerate(stream, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if not raw.strip():
+                continue
+            empty = False
+            if b"\x00" in raw:
+                yield LoadFailure(source=path, line=number, reason="binary data (NUL bytes), not a JSON record")
+                continue
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield LoadFailure(source=path, line=number, reason=f"not valid UTF-8 (bad byte at column {exc.start + 1})")
+                continue
+            yield _jsonl_record(line, number, path, seen, options)
+    if empty:
+        yield LoadFailure(source=path, reason="empty file; nothing to index")
+
+
+def _jsonl_record(line: str, number: int, path: str, seen: dict[str, str], options: LoaderOptions) -> SourceDocument | LoadFailure:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return LoadFailure(source=path, line=number, reason=f"malformed JSON: {exc.msg} (column {exc.colno})")
+    spot = _Spot(path, f"{path}#L{number}", f"{path}:{number}", f"line {number}", number)
+    return _record(record, spot, seen, options)
 
 
 def _load_json(text: str, path: str, options: LoaderOptions) -> Result:
@@ -555,6 +734,9 @@ def _record(record: Any, spot: _Spot, seen: dict[str, str], options: LoaderOptio
     except LoaderError as exc:
         return fail(str(exc))
     known = {text_field, title_field, id_field, access_field}
+    problem = find_unstorable(record)
+    if problem is not None:
+        return fail(problem)
     return SourceDocument(
         key=key,
         text=text,

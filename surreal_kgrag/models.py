@@ -91,7 +91,11 @@ class IngestSummary(BaseModel):
     seconds: float = 0.0
     failures: list[LoadFailure] = Field(default_factory=list)
     timings: dict[str, float] = Field(
-        default_factory=dict, description="seconds spent per stage: load, chunk, extract, embed, write, index"
+        default_factory=dict,
+        description=(
+            "busy seconds per stage: load, chunk, extract, embed (chunks), concepts (finding and embedding new "
+            "concepts), write, index. The stages run at the same time, so they add up to more than `seconds`"
+        ),
     )
 
 

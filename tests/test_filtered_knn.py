@@ -40,7 +40,7 @@ def store(minilm, spacy_extractor):
         config = IngestConfig(chunker=SentenceChunker(max_tokens=12, overlap_tokens=0), metadata_concepts=())
         summary = Ingestor(s, embedder=minilm, extractor=spacy_extractor, config=config).ingest(documents)
         assert summary.chunks >= 2 * DOCUMENTS
-        s.query("rebuild_indexes")  # search the HNSW graph, not the exact queue of fresh inserts
+        s.optimize(force=True)  # search the HNSW graph, not the exact queue of fresh inserts
         yield s
 
 

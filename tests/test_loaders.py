@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pypdf
 import pytest
@@ -31,20 +32,20 @@ DOCS = DATA / "docs"
 BENCH_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "bench" / "hotpotqa" / "corpus.jsonl"
 
 
-def one(path: Path | str, **options: str) -> SourceDocument | LoadFailure:
+def one(path: Path | str, **options: Any) -> SourceDocument | LoadFailure:
     results = list(load_path(path, **options))
     assert len(results) == 1, results
     return results[0]
 
 
-def doc(path: Path | str, **options: str) -> SourceDocument:
+def doc(path: Path | str, **options: Any) -> SourceDocument:
     result = one(path, **options)
     assert isinstance(result, SourceDocument), result
     return result
 
 
-def failure(path: Path | str) -> LoadFailure:
-    result = one(path)
+def failure(path: Path | str, **options: Any) -> LoadFailure:
+    result = one(path, **options)
     assert isinstance(result, LoadFailure), result
     return result
 
@@ -558,3 +559,64 @@ def test_supported_suffixes_map_to_content_types() -> None:
     assert SUPPORTED_SUFFIXES[".md"] == "text/markdown"
     assert SUPPORTED_SUFFIXES[".pdf"] == "application/pdf"
     assert all(suffix.startswith(".") and suffix == suffix.lower() for suffix in SUPPORTED_SUFFIXES)
+
+
+# --- symlinks, size cap, long files -------------------------------------------------------------
+
+
+def test_a_symlink_leaving_the_folder_is_not_followed_unless_asked(tmp_path: Path) -> None:
+    secret = tmp_path / "outside" / "credentials.txt"
+    secret.parent.mkdir()
+    secret.write_text("password=hunter2", encoding="utf-8")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "real.md").write_text("# Real\n\nA real note.", encoding="utf-8")
+    (folder / "notes.txt").symlink_to(secret)
+    (folder / "alias.md").symlink_to(folder / "real.md")  # stays inside: read
+    docs, failures = split(list(load_path(folder)))
+    assert sorted(Path(d.key).name for d in docs) == ["real.md", "real.md"]
+    assert [Path(f.source).name for f in failures] == ["notes.txt"]
+    assert "outside the folder" in failures[0].reason and "hunter2" not in str(docs)
+    docs, failures = split(list(load_path(folder, follow_symlinks=True)))
+    assert failures == [] and "password=hunter2" in [d.text for d in docs]
+    # A file named explicitly is the caller's choice: it is read.
+    assert doc(folder / "notes.txt").text == "password=hunter2"
+
+
+def test_a_file_over_the_size_cap_is_reported_and_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "big.txt"
+    path.write_text("word " * 1000, encoding="utf-8")
+    reason = failure(path, max_file_bytes=4_000).reason
+    assert "5,000 bytes" in reason and "max_file_bytes=4,000" in reason
+    assert doc(path, max_file_bytes=5_000).text.startswith("word")
+
+
+def test_a_long_text_file_is_read_in_parts_that_add_up_to_the_file(tmp_path: Path) -> None:
+    paragraphs = [f"Paragraph {i} about the harbour of Lisbon and ship number {i}." for i in range(40_000)]
+    text = "\r\n\r\n".join(paragraphs)  # CRLF, so a block may end between "\r" and "\n"
+    path = tmp_path / "book.txt"
+    path.write_bytes(text.encode("utf-8"))
+    assert len(text) > 2_500_000  # more than two 1 MB read blocks
+    results = list(load_path(path, part_chars=400_000))
+    parts = [r for r in results if isinstance(r, SourceDocument)]
+    assert len(parts) == len(results) >= 6
+    assert "".join(p.text for p in parts) == text.replace("\r\n", "\n")
+    assert all(len(p.text) <= 400_000 for p in parts) and all(len(p.text) >= 200_000 for p in parts[:-1])
+    assert all(p.text.endswith("\n\n") for p in parts[:-1])  # cut at paragraph breaks
+    key = str(path.resolve())
+    assert [p.key for p in parts] == [f"{key}#part-{i:05d}" for i in range(1, len(parts) + 1)]
+    assert {p.source for p in parts} == {key} and {p.metadata["parts"] for p in parts} == {len(parts)}
+    assert one(path, part_chars=3_000_000).key == key  # under the part size it is one document
+
+
+def test_a_record_with_an_unstorable_value_is_a_failure_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    path.write_text(
+        json.dumps({"id": "a", "text": "fine"}) + "\n"
+        + json.dumps({"id": "b", "text": "big", "n": 2**63}) + "\n"
+        + '{"id": "c", "text": "lone \\udc80 surrogate"}\n',
+        encoding="utf-8",
+    )
+    docs, failures = split(list(load_path(path)))
+    assert [d.key for d in docs] == ["a"]
+    assert [(f.line, "64-bit" in f.reason or "surrogate" in f.reason) for f in failures] == [(2, True), (3, True)]

@@ -1,0 +1,44 @@
+"""Settings of an ingest run (pydantic, documented defaults)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..chunking import SentenceChunker
+from ..schema import IndexSettings
+
+
+class IngestConfig(BaseModel):
+    """How documents are cut up, batched and written. Defaults suit passages of a few hundred words."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunker: SentenceChunker = Field(default_factory=SentenceChunker)
+    metadata_concepts: tuple[str, ...] = Field(
+        ("title", "author", "tags", "keywords"),
+        description="document fields (title or metadata keys) whose values become concepts linked to every chunk",
+    )
+    batch_size: int = Field(64, ge=1, description="documents run through the models together (at most)")
+    batch_chunks: int = Field(256, ge=1, description="chunks run through the models together (at most; a longer document goes alone)")
+    group_size: int = Field(16, ge=1, le=512, description="documents written per transaction (at most)")
+    group_chunks: int = Field(256, ge=1, description="chunks written per transaction (at most; a longer document goes alone)")
+    queue_batches: int = Field(
+        2, ge=1, le=16, description="batches waiting between two stages: bounds memory whatever the corpus size"
+    )
+    max_document_chars: int = Field(
+        2_000_000,
+        ge=1_000,
+        description=(
+            "longest document written as one record (one transaction). Longer text files are read in "
+            "parts of this size, each stored as its own document `<path>#part-00001`, ...; any other "
+            "longer document is reported and skipped before model work"
+        ),
+    )
+    index: IndexSettings = Field(
+        default_factory=IndexSettings, description="HNSW settings of a new store, and when a run's writes rebuild the search indexes"
+    )
+    title_in_context: bool = Field(
+        True,
+        description="embed and full-text index each chunk under its document title (a passage often names its subject only there)",
+    )
+    show_progress: bool | None = Field(None, description="progress bar; None shows it when stderr is a terminal")

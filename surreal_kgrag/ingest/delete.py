@@ -1,0 +1,61 @@
+"""Deleting documents with their chunks, text rows, edges and the concepts left unmentioned."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from surrealdb import RecordID
+
+from ..ids import document_id
+from ..models import SourceDocument
+from ..schema import read_meta
+from ..store import SurrealStore
+
+
+def delete_documents(store: SurrealStore, keys: Iterable[str]) -> int:
+    """Delete documents by key with their chunks and edges, and the concepts left unmentioned.
+    A text file stored in parts (``<path>#part-00001``, ...) is deleted by its path. Returns how
+    many documents existed."""
+    keys = list(keys)
+    if not keys or read_meta(store) is None:
+        return 0
+    parts = [row["id"] for row in store.query("document_parts", {"sources": keys})[-1]]
+    return delete_records(store, [*(document_id(k) for k in keys), *parts])
+
+
+async def adelete_documents(store: SurrealStore, keys: Iterable[str]) -> int:
+    keys = list(keys)
+    if not keys or not (await store.aquery("store_meta"))[-1]:
+        return 0
+    parts = [row["id"] for row in (await store.aquery("document_parts", {"sources": keys}))[-1]]
+    ids = _distinct([*(document_id(k) for k in keys), *parts])
+    return int((await store.aquery("delete_documents", {"doc_ids": ids}))[-1] or 0)
+
+
+def delete_records(store: SurrealStore, ids: list[RecordID]) -> int:
+    """Delete exactly these document records (one transaction); returns how many existed."""
+    if not ids:
+        return 0
+    return int(store.query("delete_documents", {"doc_ids": _distinct(ids)})[-1] or 0)
+
+
+def stale_parts(store: SurrealStore, docs: list[SourceDocument]) -> list[RecordID]:
+    """Stored documents of the same files as ``docs`` that the files no longer produce: the parts
+    past a shorter file's end, the whole-file document of a file now read in parts, or the parts of
+    a file now read whole."""
+    expected: dict[str, set[str]] = {}
+    for doc in docs:
+        parts = doc.metadata.get("parts")
+        if doc.key == doc.source:
+            expected[doc.source] = {doc.key}
+        elif isinstance(parts, int) and doc.key.startswith(f"{doc.source}#part-"):
+            expected[doc.source] = {f"{doc.source}#part-{i:05d}" for i in range(1, parts + 1)}
+    if not expected:
+        return []
+    rows: list[dict[str, Any]] = store.query("document_parts", {"sources": list(expected)})[-1]
+    return [row["id"] for row in rows if row["id"].id not in expected.get(row["source"], set())]
+
+
+def _distinct(ids: list[RecordID]) -> list[RecordID]:
+    return list({str(rid.id): rid for rid in ids}.values())

@@ -1,0 +1,126 @@
+"""The records one document becomes: its ``document`` row, chunks, full-text rows and concept edges."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from surrealdb import RecordID
+
+from .. import wire
+from ..ids import chunk_record_id, concept_id, document_id
+from ..models import ConceptMention, SourceDocument, TextChunk
+
+
+@dataclass
+class DocumentWork:
+    """A document on its way through the pipeline: its chunks, then what the models found."""
+
+    doc: SourceDocument
+    chunks: list[TextChunk]
+    exists: bool  # a stored version is being replaced (counts as "updated")
+    mentions: list[list[ConceptMention]] = field(default_factory=list)  # per chunk
+    vectors: list[np.ndarray] = field(default_factory=list)  # per chunk
+    contexts: list[str] = field(default_factory=list)  # per chunk: the text embedded and full-text indexed
+
+
+@dataclass
+class PreparedDocument:
+    """A document ready to write, and the concepts its chunks mention."""
+
+    doc: SourceDocument
+    exists: bool
+    record: dict[str, Any]
+    chunks: list[dict[str, Any]]
+    texts: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+    concepts: dict[str, ConceptMention]
+
+    @property
+    def size(self) -> int:
+        return len(self.chunks)
+
+
+def in_context(doc: SourceDocument, text: str, title_in_context: bool) -> str:
+    """The text a chunk is embedded and full-text indexed as: under its document's title."""
+    if title_in_context and doc.title and doc.title.strip():
+        return f"{doc.title.strip()}\n{text}"
+    return text
+
+
+def prepare(work: DocumentWork, doc_concepts: list[ConceptMention]) -> PreparedDocument:
+    """Records of one document whose chunks went through the models; ``doc_concepts`` (its metadata
+    concepts) are linked to every chunk."""
+    doc = work.doc
+    doc_id = document_id(doc.key)
+    access = list(doc.access)
+    prepared = PreparedDocument(
+        doc=doc,
+        exists=work.exists,
+        record={
+            "id": doc_id,
+            "source": doc.source,
+            "title": doc.title,
+            "content_type": doc.content_type,
+            "content_hash": doc.content_hash,
+            "metadata": wire.with_nulls(doc.metadata),
+            "access": access,
+            "chunk_count": len(work.chunks),
+        },
+        chunks=[],
+        texts=[],
+        edges=[],
+        concepts={},
+    )
+    for chunk, mentions, vector, context in zip(work.chunks, work.mentions, work.vectors, work.contexts, strict=True):
+        chunk_id = chunk_record_id(doc.key, doc.content_hash, chunk.index)
+        prepared.chunks.append(
+            {
+                "id": chunk_id,
+                "doc": doc_id,
+                "index": chunk.index,
+                "content": chunk.content,
+                "char_start": chunk.start,
+                "char_end": chunk.end,
+                "access": access,
+                "embedding": vector,
+            }
+        )
+        prepared.texts.append(
+            {
+                "id": RecordID("chunk_text", chunk_id.id),  # type: ignore[arg-type]  # a str: chunk_record_id
+                "chunk": chunk_id,
+                "doc": doc_id,
+                "access": access,
+                "text": context,
+            }
+        )
+        for mention in _merge(mentions, doc_concepts):
+            prepared.concepts.setdefault(mention.name, mention)
+            prepared.edges.append({"in": chunk_id, "out": concept_id(mention.name), "doc": doc_id, "count": mention.count})
+    return prepared
+
+
+def groups(items: list[PreparedDocument], max_docs: int, max_chunks: int) -> Iterator[list[PreparedDocument]]:
+    """Consecutive groups of at most ``max_docs`` documents and ``max_chunks`` chunks (a longer
+    document makes a group of its own)."""
+    group: list[PreparedDocument] = []
+    chunks = 0
+    for item in items:
+        if group and (len(group) >= max_docs or chunks + item.size > max_chunks):
+            yield group
+            group, chunks = [], 0
+        group.append(item)
+        chunks += item.size
+    if group:
+        yield group
+
+
+def _merge(chunk_mentions: list[ConceptMention], doc_mentions: list[ConceptMention]) -> list[ConceptMention]:
+    """Chunk concepts plus the document's metadata concepts, one entry per name."""
+    merged = {m.name: m for m in chunk_mentions}
+    for m in doc_mentions:
+        merged.setdefault(m.name, m)
+    return list(merged.values())
