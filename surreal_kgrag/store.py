@@ -216,6 +216,15 @@ class SurrealStore:
         text = await self.atext(name, **placeholders)
         return await self._conn().arun(name, text, dict(params or {}))
 
+    def query_text(self, name: str, text: str, params: Mapping[str, Any] | None = None) -> list[Any]:
+        """Run SurrealQL ``text`` that a caller built from ``surql/<name>.surql`` around a piece it
+        checked itself (the read-only guard of text-to-SurrealQL, ``surreal_kgrag.llm.readonly``).
+        Everything else goes through :meth:`query`."""
+        return self._conn().run(name, text, dict(params or {}))
+
+    async def aquery_text(self, name: str, text: str, params: Mapping[str, Any] | None = None) -> list[Any]:
+        return await self._conn().arun(name, text, dict(params or {}))
+
     def query_many(self, steps: Sequence[QueryStep]) -> list[list[Any]]:
         """Run several ``(name, params, placeholders)`` queries, concurrently where the connection
         allows it (the embedded engine runs them on separate cores); one result list per query."""
