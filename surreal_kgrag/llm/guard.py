@@ -101,11 +101,11 @@ def tokenize(text: str) -> list[Token]:
     for i, ch in enumerate(text):
         if ch == "\\":
             raise ReadonlyQueryError(
-                f"backslashes are not allowed (character {i}): for text with a quote in it, use the other quote character",
+                f"backslashes are not allowed (character {i + 1}): for text with a quote in it, use the other quote character",
                 "characters",
             )
         if ch.isascii() and not ch.isprintable() and ch not in "\t\r\n":
-            raise ReadonlyQueryError(f"control character U+{ord(ch):04X} at position {i} is not allowed", "characters")
+            raise ReadonlyQueryError(f"control character U+{ord(ch):04X} at position {i + 1} is not allowed", "characters")
     tokens: list[Token] = []
     i, n = 0, len(text)
     while i < n:
@@ -113,7 +113,7 @@ def tokenize(text: str) -> list[Token]:
         if ch in " \t\r\n":
             i += 1
         elif text.startswith(("--", "//", "/*"), i) or ch == "#":
-            raise ReadonlyQueryError(f"comments are not allowed (at character {i}): remove them", "comment")
+            raise ReadonlyQueryError(f"comments are not allowed (at character {i + 1}): remove them", "comment")
         elif ch in "'\"":
             end = _closing(text, i + 1, ch)
             tokens.append(Token("string", text[i : end + 1], i))
@@ -142,7 +142,7 @@ def tokenize(text: str) -> list[Token]:
         elif ch == "$":
             word = _WORD.match(text, i + 1)
             if word is None:
-                raise ReadonlyQueryError(f"'$' must start a parameter name (at character {i})", "characters")
+                raise ReadonlyQueryError(f"'$' must start a parameter name (at character {i + 1})", "characters")
             tokens.append(Token("param", text[i : word.end()], i))
             i = word.end()
         elif ch.isascii() and ch.isdigit():
@@ -155,7 +155,7 @@ def tokenize(text: str) -> list[Token]:
             i += 1
         else:
             raise ReadonlyQueryError(
-                f"character {ch!r} (U+{ord(ch):04X}) at position {i} is only allowed inside a string; "
+                f"character {ch!r} (U+{ord(ch):04X}) at position {i + 1} is only allowed inside a string; "
                 "write the query in plain ASCII outside quotes",
                 "characters",
             )
@@ -168,7 +168,7 @@ def _closing(text: str, start: int, quote: str) -> int:
     end = text.find(quote, start)
     if end >= 0:
         return end
-    raise ReadonlyQueryError(f"unterminated {quote} at character {start - 1}: close it", "unterminated")
+    raise ReadonlyQueryError(f"unterminated {quote} at character {start}: close it", "unterminated")
 
 
 def _check_structure(tokens: list[Token]) -> None:
@@ -181,13 +181,13 @@ def _check_structure(tokens: list[Token]) -> None:
             continue
         if token.text == ";":
             raise ReadonlyQueryError(
-                f"only one statement is allowed: remove the ';' at character {token.position} and what follows",
+                f"only one statement is allowed: remove the ';' at character {token.position + 1} and what follows",
                 "multiple_statements",
             )
         if token.text in "([{":
             stack.append(token.text)
         elif token.text in _PAIRS and (not stack or stack.pop() != _PAIRS[token.text]):
-            raise ReadonlyQueryError(f"unbalanced {token.text!r} at character {token.position}", "brackets")
+            raise ReadonlyQueryError(f"unbalanced {token.text!r} at character {token.position + 1}", "brackets")
     if stack:
         raise ReadonlyQueryError(f"unclosed {stack[-1]!r}: balance the brackets", "brackets")
 
@@ -204,7 +204,7 @@ def _check_words(tokens: list[Token]) -> None:
         if token.text.upper() in FORBIDDEN_WORDS:
             # Also after a '.': `1..CREATE a:1` is a range whose end is a statement, and it runs.
             raise ReadonlyQueryError(
-                f"{token.text!r} is not allowed (character {token.position}): the query must be one SELECT that only "
+                f"{token.text!r} is not allowed (character {token.position + 1}): the query must be one SELECT that only "
                 "reads, with no other statement inside it, and no TIMEOUT/PARALLEL/EXPLAIN clause (the runner sets limits). "
                 "A field with this name must be written in backticks: record.`name`",
                 "forbidden_word",

@@ -6,7 +6,8 @@
    writes, defines, sleeps or reaches outside the database;
 2. the engine plans it with ``EXPLAIN`` (``surql/readonly_explain.surql``), which runs nothing: a
    statement that does not parse, or that the planner cannot read as a query, stops here;
-3. it runs inside ``SELECT * FROM (...) LIMIT rows TIMEOUT ms`` (``surql/readonly_query.surql``).
+3. it runs with ``TIMEOUT`` appended (the engine stops it at the time limit) and its rows are
+   cut to the row limit (``surql/readonly_query.surql``).
 
 Scope: a caller restricted to access labels must pass a store signed in as a *record user* (see
 the README's tenancy mode): the database then applies the labels to whatever the statement reads.
@@ -74,7 +75,7 @@ def readonly_plan(
         results = yield Call(lambda: store.query_text("readonly_query", text), lambda: store.aquery_text("readonly_query", text))
     except QueryExecutionError as error:
         raise ReadonlyQueryError(f"the query failed: {_reason(error)}", "failed") from error
-    rows = results[-1] if isinstance(results[-1], list) else [results[-1]]
+    rows = results[-1] if isinstance(results[-1], list) else [] if results[-1] is None else [results[-1]]
     return ReadonlyQueryResult(
         statement=checked.text,
         rows=[to_json(row) for row in rows[: limits.rows]],

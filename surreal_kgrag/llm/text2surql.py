@@ -20,18 +20,45 @@ from .plan import Call, Plan, adrive, chat, drive
 from .readonly import ReadonlyLimits, ReadonlyQueryResult, check_scope, readonly_plan, to_json
 from .settings import LLMSettings, LLMUsage
 
-SCHEMA = """Tables (SurrealDB 3.x, SurrealQL):
-- document: id (document:<key>), title (string or NONE), source (string), content_type, metadata (object),
-  access (array of labels), chunk_count (int), created_at, updated_at (datetime)
-- chunk: id, doc (record<document>), index (int, position in the document), content (string), char_start,
-  char_end (int), access, embedding (vector: never select it)
-- chunk_text: chunk (record<chunk>), doc (record<document>), text (string: the document title and the chunk content)
-- concept: id (concept:<name>), name (normalised lower-case string), display (as first written), kind (PERSON, ORG,
-  GPE, NOUN_PHRASE, metadata:<field>, ...), aliases, df (number of documents mentioning it), embedding (never select it)
-- MENTIONS_CONCEPT: relation chunk -> concept; in (chunk), out (concept), doc (record<document>), count (mentions in the chunk)"""
+# The tables a model may query, field by field, with what each holds (tests check these against the
+# live schema). id, in and out are every record's or relation's own.
+TABLES: dict[str, tuple[str, list[tuple[str, str]]]] = {
+    "document": ("one per ingested document", [
+        ("id", "document:<key>"), ("title", "string or NONE"), ("source", "string"), ("content_type", "string"),
+        ("metadata", "object"), ("access", "array of labels"), ("chunk_count", "int"), ("created_at", "datetime"),
+        ("updated_at", "datetime"),
+    ]),
+    "chunk": ("a passage of a document", [
+        ("id", "chunk:<key>"), ("doc", "record<document>"), ("index", "int, position in the document"), ("content", "string"),
+        ("char_start", "int"), ("char_end", "int"), ("access", "array of labels"), ("embedding", "vector: never select it"),
+    ]),
+    "chunk_text": ("the full-text searchable text of a chunk", [
+        ("chunk", "record<chunk>"), ("doc", "record<document>"), ("text", "the document title and the chunk content"),
+    ]),
+    "concept": ("a named entity, noun phrase or metadata value", [
+        ("id", "concept:<name>"), ("name", "normalised lower-case string"), ("display", "as first written"),
+        ("kind", "PERSON, ORG, GPE, NOUN_PHRASE, metadata:<field>, or an ontology kind"), ("aliases", "array of strings"),
+        ("df", "number of documents mentioning it"), ("embedding", "vector: never select it"),
+    ]),
+    "MENTIONS_CONCEPT": ("relation chunk -> concept", [
+        ("in", "the chunk"), ("out", "the concept"), ("doc", "record<document>"), ("count", "mentions in the chunk"),
+    ]),
+}
+RELATION_TABLE = ("RELATES_TO", ("relation concept -> concept extracted by an LLM", [
+    ("in", "subject concept"), ("out", "object concept"), ("type", "string such as born_in"),
+    ("chunk", "record<chunk> it was read from"), ("doc", "record<document>"), ("in_ontology", "bool"),
+]))
 
-RELATIONS_SCHEMA = """- RELATES_TO: relation concept -> concept extracted by an LLM; in, out (concept), type (string such as born_in),
-  chunk (record<chunk> it was read from), doc, in_ontology (bool)"""
+
+def describe_tables(relations: bool) -> str:
+    tables = dict(TABLES)
+    if relations:
+        tables[RELATION_TABLE[0]] = RELATION_TABLE[1]
+    lines = ["Tables (SurrealDB 3.x, SurrealQL):"]
+    for name, (what, fields) in tables.items():
+        lines.append(f"- {name} ({what}): " + ", ".join(f"{field} ({meaning})" for field, meaning in fields))
+    return "\n".join(lines)
+
 
 EXAMPLES = """Examples:
 - concepts most documents mention: SELECT name, kind, df FROM concept ORDER BY df DESC LIMIT 10
@@ -115,9 +142,8 @@ def statistics_plan(store: SurrealStore, top: int = 15) -> Plan[GraphStatistics]
 
 def system_prompt(stats: GraphStatistics) -> str:
     relations = bool(stats.relation_types)
-    schema = SCHEMA + ("\n" + RELATIONS_SCHEMA if relations else "")
     examples = EXAMPLES + ("\n" + RELATION_EXAMPLE if relations else "")
-    return "\n\n".join([RULES, schema, stats.describe(), examples])
+    return "\n\n".join([RULES, describe_tables(relations), stats.describe(), examples])
 
 
 def text_to_surql_plan(
@@ -208,7 +234,7 @@ def readonly_tool_description() -> str:
     """The tool's description for the model: what it may write, and the schema."""
     return (
         "Run one read-only SurrealQL SELECT on the knowledge graph and get its rows. Use it for counts, lists and "
-        "graph walks the other tools do not offer. " + RULES.split("Reply with")[0].strip() + "\n" + SCHEMA + "\n" + RELATIONS_SCHEMA
+        "graph walks the other tools do not offer. " + RULES.split("Reply with")[0].strip() + "\n" + describe_tables(True)
     )
 
 
