@@ -15,7 +15,7 @@ from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.cli import main
 from surreal_kgrag.llm import AnswerConfig, LLMCallError, LLMReplyError, LLMSettings, aanswer, answer
 from surreal_kgrag.llm.answer import CANNOT_ANSWER
-from surreal_kgrag.llm.scripted import Reply, ScriptedChatServer, last_user_message
+from surreal_kgrag.llm.scripted import Reply, ScriptedChatServer
 
 PASSAGE = re.compile(r"\[(\d+)\] Title: (.*?)\n(.*?)(?=\n\n\[\d+\] Title: |\n\nQuestion: )", re.S)
 
