@@ -22,6 +22,7 @@ from surreal_kgrag.llm import (
     LLMSettings,
     Ontology,
     ReadonlyLimits,
+    add_relations,
     load_ontology,
     relation_edges,
     run_readonly_query,
@@ -356,18 +357,12 @@ def rows(store, statement):
 
 
 def extract_and_write_relations(store, llm, keys):
-    """What the ingest pipeline does for a group of documents once they are written: the same
-    extractor (its cache answers, no tokens) gives the relations, stored against their chunks."""
-    docs = store.query("get_document", {"ids": [RecordID("document", k) for k in keys]})[-1]
-    chunks = [(doc, chunk) for doc in docs for chunk in doc["chunks"]]
-    extraction = llm.extract_graph([chunk["content"] for _, chunk in chunks])
-    edges = [
-        edge
-        for (doc, chunk), found in zip(chunks, extraction.chunks)
-        for edge in relation_edges(chunk["id"], doc["id"], found.relations, doc["access"])
-    ]
-    write_relations(store, [doc["id"] for doc in docs], edges)
-    return extraction, edges
+    """What the ingest pipeline will do for documents once written: the same extractor (its cache
+    answers, no tokens) gives the relations of their chunks, stored as edges. Returns the number of
+    chunks the cache answered and of edges written."""
+    cached = llm.stats.from_cache
+    written = add_relations(store, llm, keys)
+    return llm.stats.from_cache - cached, written
 
 
 @pytest.fixture
@@ -388,9 +383,9 @@ def test_ingest_with_the_llm_extractor_and_relations_as_typed_edges(graph, serve
     store, llm, summary = graph
     asked = len(server.requests)
     assert asked == summary.chunks  # one request per chunk
-    extraction, edges = extract_and_write_relations(store, llm, list(CORPUS))
-    assert len(server.requests) == asked and extraction.stats.from_cache == summary.chunks  # no token spent again
-    assert edges and rows(store, "SELECT count() AS n FROM RELATES_TO GROUP ALL") == [{"n": len(edges)}]
+    cached, edges = extract_and_write_relations(store, llm, list(CORPUS))
+    assert len(server.requests) == asked and cached == summary.chunks  # no token spent again
+    assert edges and rows(store, "SELECT count() AS n FROM RELATES_TO GROUP ALL") == [{"n": edges}]
 
     # Every edge links two concepts its chunk mentions, and obeys the ontology's roles.
     stored = rows(store, "SELECT type, in.kind AS subject, out.kind AS object, in IN chunk->MENTIONS_CONCEPT.out AS s_ok, "
@@ -437,7 +432,7 @@ def test_writing_relations_twice_changes_nothing(graph):
     before = rows(store, "SELECT id, type, in, out, chunk FROM RELATES_TO ORDER BY id")
     extract_and_write_relations(store, llm, list(CORPUS))
     assert rows(store, "SELECT id, type, in, out, chunk FROM RELATES_TO ORDER BY id") == before
-    assert len(before) == len(edges)
+    assert len(before) == edges
 
 
 def test_an_edge_to_a_missing_concept_is_refused_and_nothing_changes(graph):
@@ -477,3 +472,14 @@ def test_warnings_are_not_raised_for_clean_runs(server):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         extractor(server).extract([CORPUS["paris"][1]])
+
+
+async def test_relations_are_added_the_same_async(graph):
+    from surreal_kgrag.llm import aadd_relations
+
+    store, llm, _ = graph
+    written = await aadd_relations(store, llm, list(CORPUS))
+    stored = rows(store, "SELECT id, type, in, out, chunk FROM RELATES_TO ORDER BY id")
+    assert len(stored) == written > 0
+    assert await asyncio.to_thread(add_relations, store, llm, list(CORPUS)) == written
+    assert rows(store, "SELECT id, type, in, out, chunk FROM RELATES_TO ORDER BY id") == stored

@@ -22,7 +22,7 @@ from surreal_kgrag.llm.text2surql import TABLES, ReadonlyQueryArgs, readonly_too
 DATA = Path(__file__).parent / "data" / "llm"
 
 
-def documents(public_only: bool = False):
+def documents():
     return [
         SourceDocument(key=key, text=text, title=title, source=f"corpus/{key}", access=["staff"] if key == "nobel" else ["public"])
         for key, (title, text) in CORPUS.items()

@@ -7,7 +7,6 @@ import json
 
 import pytest
 from llm_support import CORPUS, ONTOLOGY, extraction_responder
-from surrealdb import RecordID
 
 from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore
 from surreal_kgrag.chunking import SentenceChunker
@@ -16,11 +15,10 @@ from surreal_kgrag.llm import (
     LLMSettings,
     ReadonlyQueryError,
     TextToSurqlError,
+    add_relations,
     atext_to_surql,
-    relation_edges,
     run_readonly_query,
     text_to_surql,
-    write_relations,
 )
 from surreal_kgrag.llm.plan import drive
 from surreal_kgrag.llm.scripted import ScriptedChatServer, last_user_message
@@ -41,11 +39,7 @@ def store(minilm):
         documents = [SourceDocument(key=k, text=text, title=title, source=k, access=["public"]) for k, (title, text) in CORPUS.items()]
         config = IngestConfig(chunker=SentenceChunker(max_tokens=12, overlap_tokens=0))
         Ingestor(store, embedder=minilm, extractor=llm, config=config).ingest(documents)
-        docs = store.query("get_document", {"ids": [RecordID("document", k) for k in CORPUS]})[-1]
-        chunks = [(doc, chunk) for doc in docs for chunk in doc["chunks"]]
-        found = llm.extract_graph([chunk["content"] for _, chunk in chunks])
-        edges = [e for (doc, chunk), f in zip(chunks, found.chunks) for e in relation_edges(chunk["id"], doc["id"], f.relations)]
-        write_relations(store, [doc["id"] for doc in docs], edges)
+        assert add_relations(store, llm, list(CORPUS)) > 0
         yield store
 
 

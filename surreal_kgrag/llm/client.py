@@ -5,6 +5,7 @@ token counts. Replies are parsed and validated by the callers (pydantic models o
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import random
 import threading
@@ -198,7 +199,7 @@ class LLMClient:
         if reply is not None and s.reply_format == "json_schema":
             request["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": reply.__name__, "schema": reply.model_json_schema(), "strict": False},
+                "json_schema": {"name": reply.__name__, "schema": _schema(reply), "strict": False},
             }
         elif reply is not None and s.reply_format == "json_object":
             request["response_format"] = {"type": "json_object"}
@@ -231,6 +232,12 @@ class LLMClient:
         choices = getattr(response, "choices", None) or []
         content = choices[0].message.content if choices else None
         return ChatReply(content=content or "", usage=usage)  # an empty reply fails the caller's validation
+
+
+@functools.cache
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A reply model's JSON schema, built once: pydantic takes several milliseconds per call."""
+    return model.model_json_schema()
 
 
 def _make(cls: Any, options: dict[str, Any]) -> Any:

@@ -215,10 +215,14 @@ class LLMExtractor:
 
     def extract_graph(self, texts: Sequence[str]) -> GraphExtraction:
         """Concepts and relations of each text, with the counts of this call."""
-        return self._record(drive(self._plan(_checked(texts))))
+        return drive(self.graph_plan(texts))
 
     async def aextract_graph(self, texts: Sequence[str]) -> GraphExtraction:
-        return self._record(await adrive(self._plan(_checked(texts))))
+        return await adrive(self.graph_plan(texts))
+
+    def graph_plan(self, texts: Sequence[str]) -> Plan[GraphExtraction]:
+        """:meth:`extract_graph` as a plan, for other plans to ``yield from``."""
+        return self._record((yield from self._plan(_checked(texts))))
 
     def key(self, text: str) -> str:
         """The cache key of ``text`` under these settings."""

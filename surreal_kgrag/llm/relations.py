@@ -17,10 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from surrealdb import RecordID
 
 from ..filters import access_filter
-from ..ids import concept_id
+from ..ids import concept_id, document_id
 from ..store import SurrealStore
-from .extractor import Relation
-from .plan import Call, Plan
+from .extractor import LLMExtractor, Relation
+from .plan import Call, Plan, adrive, drive
 
 TABLE = "RELATES_TO"
 
@@ -78,6 +78,34 @@ async def awrite_relations(store: SurrealStore, documents: Sequence[RecordID], e
 
 def _params(documents: Sequence[RecordID], edges: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {"doc_ids": list(documents), "edges": list(edges), "edge_ids": [edge["id"] for edge in edges]}
+
+
+def relations_plan(store: SurrealStore, extractor: LLMExtractor, keys: Sequence[str]) -> Plan[int]:
+    """Extract the relations of stored documents' chunks and write them (see :func:`add_relations`)."""
+    ids = [document_id(key) for key in keys]
+    docs = (yield Call(lambda: store.query("get_document", {"ids": ids}), lambda: store.aquery("get_document", {"ids": ids})))[-1]
+    chunks = [(doc, chunk) for doc in docs for chunk in doc["chunks"]]
+    found = yield from extractor.graph_plan([chunk["content"] for _, chunk in chunks])
+    edges = [
+        edge
+        for (doc, chunk), extraction in zip(chunks, found.chunks)
+        for edge in relation_edges(chunk["id"], doc["id"], extraction.relations, doc.get("access") or [])
+    ]
+    documents = [doc["id"] for doc in docs]
+    yield Call(lambda: write_relations(store, documents, edges), lambda: awrite_relations(store, documents, edges))
+    return len(edges)
+
+
+def add_relations(store: SurrealStore, extractor: LLMExtractor, keys: Sequence[str]) -> int:
+    """Give documents already ingested with ``extractor`` their ``RELATES_TO`` edges, until the ingest
+    pipeline writes them itself: the chunks are read back and extracted again, which the
+    extractor's cache answers without a request when the settings are unchanged. Returns the
+    number of edges written."""
+    return drive(relations_plan(store, extractor, keys))
+
+
+async def aadd_relations(store: SurrealStore, extractor: LLMExtractor, keys: Sequence[str]) -> int:
+    return await adrive(relations_plan(store, extractor, keys))
 
 
 # -- the agent tool (argument and result models, and its plan) -------------------------------------
