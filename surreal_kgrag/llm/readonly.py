@@ -64,17 +64,11 @@ def readonly_plan(
     checked = check_readonly(statement, max_chars=limits.max_chars)
     explain = _render("readonly_explain", checked)
     started = time.perf_counter()
-    try:
-        results = yield Call(lambda: store.query_text("readonly_explain", explain), lambda: store.aquery_text("readonly_explain", explain))
-    except QueryExecutionError as error:
-        raise ReadonlyQueryError(f"the database refused to plan the query: {_reason(error)}", "engine_rejected") from error
+    results = yield _run(store, "readonly_explain", explain, "the database refused to plan the query", "engine_rejected")
     if len(results) != 1 or not isinstance(results[0], (str, dict)):
         raise ReadonlyQueryError("the query did not plan as exactly one read statement", "engine_rejected")
     text = _render("readonly_query", checked, rows=limits.rows + 1, timeout_ms=limits.timeout_ms)
-    try:
-        results = yield Call(lambda: store.query_text("readonly_query", text), lambda: store.aquery_text("readonly_query", text))
-    except QueryExecutionError as error:
-        raise ReadonlyQueryError(f"the query failed: {_reason(error)}", "failed") from error
+    results = yield _run(store, "readonly_query", text, "the query failed", "failed")
     rows = results[-1] if isinstance(results[-1], list) else [] if results[-1] is None else [results[-1]]
     return ReadonlyQueryResult(
         statement=checked.text,
@@ -124,6 +118,25 @@ def check_scope(store: SurrealStore, access: Sequence[str] | None, filters: Mapp
             "access_variables=... (the database-enforced tenancy mode) for scoped text-to-SurrealQL",
             "scope",
         )
+
+
+def _run(store: SurrealStore, name: str, text: str, failure: str, code: str) -> Call:
+    """The step that runs ``text``; the engine's refusal comes back as a :class:`ReadonlyQueryError`
+    raised by the step itself, so any plan driver reports it the same way."""
+
+    def run() -> list[Any]:
+        try:
+            return store.query_text(name, text)
+        except QueryExecutionError as error:
+            raise ReadonlyQueryError(f"{failure}: {_reason(error)}", code) from error
+
+    async def arun() -> list[Any]:
+        try:
+            return await store.aquery_text(name, text)
+        except QueryExecutionError as error:
+            raise ReadonlyQueryError(f"{failure}: {_reason(error)}", code) from error
+
+    return Call(run, arun)
 
 
 def _render(name: str, statement: CheckedStatement, **integers: int) -> str:
