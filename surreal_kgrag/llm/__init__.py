@@ -12,15 +12,8 @@ Nothing here is imported by the default pipeline.
 from .answer import Answer, AnswerConfig, Citation, aanswer, answer
 from .cache import ExtractionCache, default_cache_path
 from .client import LLMCallError, LLMClient, LLMError, LLMReplyError
-from .extractor import (
-    ChunkExtraction,
-    ExtractionStats,
-    ExtractorConfig,
-    GraphExtraction,
-    LLMExtractionWarning,
-    LLMExtractor,
-    Relation,
-)
+from .extraction import ChunkExtraction, ExtractionStats, GraphExtraction, Relation
+from .extractor import ExtractorConfig, LLMExtractionWarning, LLMExtractor
 from .guard import CheckedStatement, ReadonlyQueryError, check_readonly
 from .ontology import ConceptKind, Ontology, RelationType, load_ontology
 from .readonly import ReadonlyLimits, ReadonlyQueryResult, arun_readonly_query, run_readonly_query

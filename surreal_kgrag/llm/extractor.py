@@ -25,9 +25,10 @@ from ..extract import ConceptExtractor, normalise_concept, resolve_extractor
 from ..models import ConceptMention
 from .cache import ExtractionCache, resolve_cache
 from .client import ChatReply, LLMCallError, LLMClient, LLMReplyError, Message, parse_reply
+from .extraction import ChunkExtraction, ExtractionReply, ExtractionStats, GraphExtraction, Relation
 from .ontology import Ontology, load_ontology, relation_key
 from .plan import Call, Gather, Plan, adrive, chat, drive
-from .settings import LLMSettings, LLMUsage
+from .settings import LLMSettings
 
 logger = logging.getLogger(__name__)
 
@@ -38,78 +39,6 @@ UNLISTED = "unlisted:"
 
 class LLMExtractionWarning(UserWarning):
     """Some chunks were extracted by the fallback extractor because the model's reply failed."""
-
-
-# -- what the model replies ----------------------------------------------------------------------
-
-
-class ReplyConcept(BaseModel):
-    name: str = Field(min_length=1, max_length=300)
-    kind: str = Field(min_length=1, max_length=100)
-
-
-class ReplyRelation(BaseModel):
-    subject: str = Field(min_length=1, max_length=300)
-    relation: str = Field(min_length=1, max_length=100)
-    object: str = Field(min_length=1, max_length=300)
-
-
-class ExtractionReply(BaseModel):
-    """The JSON the model is asked for."""
-
-    concepts: list[ReplyConcept] = Field(default_factory=list)
-    relations: list[ReplyRelation] = Field(default_factory=list)
-
-
-# -- what the extractor returns ------------------------------------------------------------------
-
-
-class Relation(BaseModel):
-    """A typed relation between two concepts of one chunk (names as :func:`normalise_concept` gives them)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    subject: str
-    type: str
-    object: str
-    in_ontology: bool = True
-    violation: str | None = Field(None, description="why it breaks the ontology (kept under on_violation='flag')")
-
-
-class ChunkExtraction(BaseModel):
-    mentions: list[ConceptMention]
-    relations: list[Relation] = Field(default_factory=list)
-    source: Literal["llm", "cache", "fallback"]
-
-
-class ExtractionStats(BaseModel):
-    """Counts of one or more extraction runs."""
-
-    chunks: int = 0
-    from_cache: int = 0
-    from_llm: int = 0
-    fallbacks: int = Field(0, description="chunks handed to the fallback extractor")
-    failed_requests: int = Field(0, description="chunks whose request failed after the client's retries")
-    malformed_replies: int = Field(0, description="replies that were not the expected JSON (repaired or not)")
-    repaired: int = Field(0, description="chunks whose reply was valid after sending the error back")
-    concepts_dropped: int = Field(0, description="names with nothing left after normalisation")
-    concepts_rejected: int = Field(0, description="concepts of a kind outside the ontology, dropped")
-    concepts_flagged: int = Field(0, description="concepts of a kind outside the ontology, kept as 'unlisted:<kind>'")
-    relations_rejected: int = Field(0, description="relations of an unknown type, wrong roles, or a rejected end, dropped")
-    relations_flagged: int = Field(0, description="relations of an unknown type or wrong roles, kept with in_ontology=false")
-    relations_dropped: int = Field(0, description="relations whose subject or object is not a concept of the reply")
-    usage: LLMUsage = Field(default_factory=LLMUsage)
-
-    def add(self, other: ExtractionStats) -> None:
-        for name in type(self).model_fields:
-            if name != "usage":
-                setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.usage.add(other.usage)
-
-
-class GraphExtraction(BaseModel):
-    chunks: list[ChunkExtraction]
-    stats: ExtractionStats
 
 
 # -- settings --------------------------------------------------------------------------------------

@@ -19,7 +19,8 @@ from surrealdb import RecordID
 from ..filters import access_filter
 from ..ids import concept_id, document_id
 from ..store import SurrealStore
-from .extractor import LLMExtractor, Relation
+from .extraction import Relation
+from .extractor import LLMExtractor
 from .plan import Call, Plan, adrive, drive
 
 TABLE = "RELATES_TO"
