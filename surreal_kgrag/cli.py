@@ -217,6 +217,43 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- answer: retrieval + a cited answer from an OpenAI-compatible model (surreal_kgrag.llm) ---------
+
+
+def cmd_answer(args: argparse.Namespace) -> int:
+    import os
+
+    from .llm import LLMSettings, answer
+    from .retrieve import make_retriever
+
+    model = args.model or os.environ.get("SURREAL_KGRAG_LLM_MODEL")
+    if not model:
+        raise KGRagError("answer needs a chat model: pass --model NAME or set SURREAL_KGRAG_LLM_MODEL (and OPENAI_API_KEY)")
+    settings = LLMSettings(model=model, base_url=args.base_url, timeout=args.llm_timeout)
+    with _store(args) as store:
+        retriever = make_retriever(args.mode, store, embedder=args.embedder)
+        result = answer(args.text, retriever, settings, k=args.k, filters=_filters(args))
+    lines = [result.answer]
+    lines += [f"  - {title}: {sentence}" for title, sentence in result.supporting.items()]
+    if result.dropped_citations:
+        lines.append(f"({result.dropped_citations} citation(s) dropped: not found in the retrieved text)")
+    lines.append(f"({result.usage.total_tokens} tokens, {len(result.retrieval.documents)} documents retrieved by {result.retrieval.mode})")
+    _emit(args, result, "\n".join(lines))
+    return 0
+
+
+def _add_answer_command(commands: Any, common: argparse.ArgumentParser) -> None:
+    answer = commands.add_parser("answer", parents=[common], help="answer a question with citations checked against the retrieved text")
+    answer.add_argument("text", help="the question")
+    answer.add_argument("--mode", choices=MODES, default="hybrid", help="retrieval mode (default: hybrid)")
+    answer.add_argument("-k", type=int, default=5, help="documents retrieved (default: 5)")
+    answer.add_argument("--filter", help="JSON filter, as for query")
+    answer.add_argument("--model", help="chat model (default: $SURREAL_KGRAG_LLM_MODEL); the API key is read from $OPENAI_API_KEY")
+    answer.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (default: $OPENAI_BASE_URL)")
+    answer.add_argument("--llm-timeout", type=float, default=60.0, help="seconds per model request (default: 60)")
+    answer.set_defaults(func=cmd_answer)
+
+
 def _progress(label: str, args: argparse.Namespace) -> Any:
     if args.json or not sys.stderr.isatty():
         return None
@@ -288,6 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     optimize.add_argument("--force", action="store_true", help="rebuild every search index, pending updates or not")
     optimize.set_defaults(func=cmd_optimize)
+    _add_answer_command(commands, common)
     return parser
 
 

@@ -264,6 +264,15 @@ class SurrealStore:
     async def aquery(self, name: str, params: Mapping[str, Any] | None = None, **placeholders: Placeholder) -> list[Any]:
         return (await self.aquery_many([(name, params, placeholders)]))[0]
 
+    def query_text(self, name: str, text: str, params: Mapping[str, Any] | None = None) -> list[Any]:
+        """Run SurrealQL ``text`` that a caller built from ``surql/<name>.surql`` around a piece it
+        checked itself (the read-only guard of text-to-SurrealQL, ``surreal_kgrag.llm.readonly``).
+        Everything else goes through :meth:`query`."""
+        return self._conn().run((name, text, dict(params or {})))
+
+    async def aquery_text(self, name: str, text: str, params: Mapping[str, Any] | None = None) -> list[Any]:
+        return await (await self._aconn()).arun((name, text, dict(params or {})))
+
     def query_many(self, steps: Sequence[QueryStep]) -> list[list[Any]]:
         """Run several ``(name, params, placeholders)`` queries, concurrently where the connection
         allows it (the embedded engine runs them on separate cores); one result list per query."""

@@ -34,7 +34,7 @@ def _nearest(store: SurrealStore, vector: np.ndarray, k: int = 5) -> list[str]:
 
 
 def _no_filter():
-    from surreal_kgrag.filters import compile_filter
+    from surreal_kgrag.retrieval.filters import compile_filter
 
     return compile_filter(None)
 

@@ -1,0 +1,174 @@
+"""Run one model-written SurrealQL statement, read-only, with a row and a time limit.
+
+:func:`run_readonly_query` (and ``arun_readonly_query``):
+
+1. the guard (:func:`.guard.check_readonly`) accepts only one ``SELECT`` with nothing in it that
+   writes, defines, sleeps or reaches outside the database;
+2. the engine plans it with ``EXPLAIN`` (``surql/readonly_explain.surql``), which runs nothing: a
+   statement that does not parse, or that the planner cannot read as a query, stops here;
+3. it runs with ``TIMEOUT`` appended (the engine stops it at the time limit) and its rows are
+   cut to the row limit (``surql/readonly_query.surql``).
+
+Scope: a caller restricted to access labels must pass a store signed in as a *record user* (see
+the README's tenancy mode): the database then applies the labels to whatever the statement reads.
+The query text cannot be trusted to carry a condition, so on a root (or unauthenticated) connection
+a scoped call is refused, and a default filter, which only the retrievers' own queries can apply,
+is refused everywhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from surrealdb import RecordID
+
+from .. import surql
+from ..errors import QueryExecutionError
+from ..store import SurrealStore
+from .guard import MAX_CHARS, CheckedStatement, ReadonlyQueryError, check_readonly
+from .plan import Call, Plan, adrive, drive
+
+
+class ReadonlyLimits(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rows: int = Field(100, ge=1, le=10_000, description="rows returned at most (the rest is cut, truncated=True)")
+    timeout_ms: int = Field(2000, ge=10, le=600_000, description="time limit the engine enforces on the statement")
+    max_chars: int = Field(MAX_CHARS, ge=16, le=100_000, description="longest statement accepted")
+
+
+class ReadonlyQueryResult(BaseModel):
+    statement: str = Field(description="the statement that ran (without a trailing ';')")
+    rows: list[Any] = Field(description="result rows as JSON values: record ids as 'table:id' strings, datetimes in ISO 8601")
+    truncated: bool = Field(description="there were more rows than the row limit")
+    elapsed_ms: float
+
+
+def readonly_plan(
+    store: SurrealStore,
+    statement: str,
+    *,
+    limits: ReadonlyLimits | None = None,
+    access: Sequence[str] | None = None,
+    filters: Mapping[str, Any] | None = None,
+) -> Plan[ReadonlyQueryResult]:
+    limits = limits or ReadonlyLimits()
+    check_scope(store, access, filters)
+    checked = check_readonly(statement, max_chars=limits.max_chars)
+    explain = _render("readonly_explain", checked)
+    started = time.perf_counter()
+    results = yield _run(store, "readonly_explain", explain, "the database refused to plan the query", "engine_rejected")
+    if len(results) != 1 or not isinstance(results[0], (str, dict)):
+        raise ReadonlyQueryError("the query did not plan as exactly one read statement", "engine_rejected")
+    text = _render("readonly_query", checked, rows=limits.rows + 1, timeout_ms=limits.timeout_ms)
+    results = yield _run(store, "readonly_query", text, "the query failed", "failed")
+    rows = results[-1] if isinstance(results[-1], list) else [] if results[-1] is None else [results[-1]]
+    return ReadonlyQueryResult(
+        statement=checked.text,
+        rows=[to_json(row) for row in rows[: limits.rows]],
+        truncated=len(rows) > limits.rows,
+        elapsed_ms=round((time.perf_counter() - started) * 1000, 3),
+    )
+
+
+def run_readonly_query(
+    store: SurrealStore,
+    statement: str,
+    *,
+    limits: ReadonlyLimits | None = None,
+    access: Sequence[str] | None = None,
+    filters: Mapping[str, Any] | None = None,
+) -> ReadonlyQueryResult:
+    """Run one read-only SELECT written by a model (or a person); raises :class:`ReadonlyQueryError`
+    with the reason when it is refused or fails. ``access``: the caller's labels, which require a
+    record-user store (see the module docs)."""
+    return drive(readonly_plan(store, statement, limits=limits, access=access, filters=filters))
+
+
+async def arun_readonly_query(
+    store: SurrealStore,
+    statement: str,
+    *,
+    limits: ReadonlyLimits | None = None,
+    access: Sequence[str] | None = None,
+    filters: Mapping[str, Any] | None = None,
+) -> ReadonlyQueryResult:
+    return await adrive(readonly_plan(store, statement, limits=limits, access=access, filters=filters))
+
+
+def check_scope(store: SurrealStore, access: Sequence[str] | None, filters: Mapping[str, Any] | None) -> None:
+    """Refuse a scoped caller on a connection that would let a free-form query read past its scope."""
+    if filters:
+        raise ReadonlyQueryError(
+            "a default filter cannot be applied to a model-written query; restrict the caller with access labels "
+            "enforced by the database (a record-user store) instead",
+            "scope",
+        )
+    if access is not None and store.config.access is None:
+        raise ReadonlyQueryError(
+            "this caller is restricted to access labels, but the store is not signed in as a record user, so a "
+            "model-written query could read other documents; open the store with access=<record access> and "
+            "access_variables=... (the database-enforced tenancy mode) for scoped text-to-SurrealQL",
+            "scope",
+        )
+
+
+def _run(store: SurrealStore, name: str, text: str, failure: str, code: str) -> Call:
+    """The step that runs ``text``; the engine's refusal comes back as a :class:`ReadonlyQueryError`
+    raised by the step itself, so any plan driver reports it the same way."""
+
+    def run() -> list[Any]:
+        try:
+            return store.query_text(name, text)
+        except QueryExecutionError as error:
+            raise ReadonlyQueryError(f"{failure}: {_reason(error)}", code) from error
+
+    async def arun() -> list[Any]:
+        try:
+            return await store.aquery_text(name, text)
+        except QueryExecutionError as error:
+            raise ReadonlyQueryError(f"{failure}: {_reason(error)}", code) from error
+
+    return Call(run, arun)
+
+
+def _render(name: str, statement: CheckedStatement, **integers: int) -> str:
+    """The SurrealQL file with the checked statement in its ``{{statement}}`` slot and checked
+    integers in the others (the statement itself is never searched for placeholders)."""
+    before, marker, after = surql.load(name).partition("{{statement}}")
+    if not marker:
+        raise AssertionError(f"{name}.surql has no {{{{statement}}}} slot")
+    return surql.render(before, **integers) + statement.text + surql.render(after, **integers)
+
+
+def _reason(error: QueryExecutionError) -> str:
+    message = str(error)
+    return message.split(".surql: ", 1)[-1]
+
+
+def to_json(value: Any) -> Any:
+    """A query result as plain JSON values."""
+    if isinstance(value, RecordID):
+        return f"{value.table_name}:{value.id!s}"
+    if isinstance(value, dict):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [to_json(v) for v in value]
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)  # durations, geometries and other SDK types: their SurrealQL text
