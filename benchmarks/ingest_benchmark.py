@@ -139,7 +139,8 @@ def main() -> None:
             report["f_full_rebuild_s"] = round(time.perf_counter() - t, 2)
         report["f_query_after_rebuild"] = knn_latency(full, embedder, vectors)
         report["f_after_load_over_after_rebuild"] = {
-            key: round(report["f_query_after_load"][key] / report["f_query_after_rebuild"][key], 2) for key in ("chunk_p50_ms", "concept_p50_ms")
+            key: round(report["f_query_after_load"][key] / report["f_query_after_rebuild"][key], 2)
+            for key in ("chunk_p50_ms", "concept_p50_ms")
         }
         incremental = ingest(full, new_docs, embedder, extractor)
         alone = ingest(empty, new_docs, embedder, extractor)

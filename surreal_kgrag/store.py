@@ -31,8 +31,8 @@ from .connection import (
     url_scheme,
 )
 from .errors import ConfigurationError, QueryExecutionError, StoreConnectionError, StoreNotFoundError
-from .surql import CompiledFilter
 from .indexes import IndexReport, IndexSettings, IndexState, Lease
+from .surql import CompiledFilter
 
 # One query of a batch: the surql file name, its bound params, its {{placeholder}} values.
 QueryStep = tuple[str, Mapping[str, Any] | None, Mapping[str, Any]]
