@@ -11,7 +11,7 @@ import pytest
 from surrealdb import RecordID
 
 from surreal_kgrag import surql
-from surreal_kgrag.errors import ConfigurationError, QueryExecutionError, StoreLockedError
+from surreal_kgrag.errors import ConfigurationError, QueryExecutionError, StoreConnectionError, StoreLockedError
 from surreal_kgrag.schema import ensure_schema
 from surreal_kgrag.store import StoreConfig, SurrealStore, checked_int
 
@@ -114,7 +114,7 @@ def test_second_process_gets_a_clear_lock_error(tmp_path):
         result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert "LOCKED:" in result.stdout, result.stderr
     assert "another process" in result.stdout and "ws://" in result.stdout
-    assert issubclass(StoreLockedError, Exception)
+    assert issubclass(StoreLockedError, StoreConnectionError)  # callers catching connection errors get it too
 
 
 async def test_async_queries_match_sync_and_share_the_handle(tmp_path):
