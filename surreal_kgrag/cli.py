@@ -224,7 +224,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
     import os
 
     from .llm import LLMSettings, answer
-    from .retrieve import make_retriever
+    from .retrieval import make_retriever
 
     model = args.model or os.environ.get("SURREAL_KGRAG_LLM_MODEL")
     if not model:
