@@ -368,7 +368,7 @@ class OpenAIEmbedder(_BaseEmbedder):
         if self._client is None:
             import openai
 
-            self._client = _make_client(openai.OpenAI, self._client_options())
+            self._client = openai_client(openai.OpenAI, self._client_options())
         return self._client
 
     def _async_client(self) -> openai.AsyncOpenAI:
@@ -377,11 +377,13 @@ class OpenAIEmbedder(_BaseEmbedder):
         if client is None:
             import openai
 
-            client = self._async_clients[loop] = _make_client(openai.AsyncOpenAI, self._client_options())
+            client = self._async_clients[loop] = openai_client(openai.AsyncOpenAI, self._client_options())
         return client
 
 
-def _make_client(cls: Any, options: dict[str, Any]) -> Any:
+def openai_client(cls: Any, options: dict[str, Any]) -> Any:
+    """``cls(**options)`` for ``openai.OpenAI`` or ``openai.AsyncOpenAI``, with missing credentials
+    reported as a :class:`ConfigurationError` that says what to pass."""
     import openai
 
     try:
