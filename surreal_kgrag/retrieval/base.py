@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..embed import Embedder, resolve_embedder
+from ..errors import ConfigurationError
 from ..store import SurrealStore, checked_int
 from ..surql import CompiledFilter
 from . import plan as plans
@@ -273,7 +274,14 @@ def _timed(result: RetrievalResult, timings: Mapping[str, float]) -> RetrievalRe
 
 def _check_query(query: Any) -> None:
     if not isinstance(query, str) or not query.strip():
-        raise ValueError(f"the query must be a non-empty string, got {query!r}")
+        raise ConfigurationError(f"the query must be a non-empty string, got {query!r}")
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ConfigurationError(
+            f"the query holds {query[error.start]!r} at character {error.start}, which is not valid Unicode text "
+            "(a lone surrogate); fix the text"
+        ) from None
 
 
 def _as_list(vector: np.ndarray) -> list[float]:

@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..surql import NO_FILTER, CompiledFilter
-from .filters import FilterError, combine, compile_filter
+from .filters import FilterError, check_text, combine, compile_filter
 
 #: The condition's parameter holding the scope's labels.
 ACCESS_PARAM = "scope_access"
@@ -55,6 +55,8 @@ class Scope(BaseModel):
         labels = list(value)
         if not all(isinstance(label, str) for label in labels):
             raise FilterError(f"access labels are a list of strings, got {value!r}")
+        for label in labels:
+            check_text(label, "access label")
         return tuple(dict.fromkeys(labels))
 
     @field_validator("filters", mode="before")
