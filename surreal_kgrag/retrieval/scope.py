@@ -25,7 +25,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..surql import NO_FILTER, CompiledFilter
 from .filters import FilterError, check_text, combine, compile_filter
@@ -44,6 +44,13 @@ class Scope(BaseModel):
     )
     filters: tuple[dict[str, Any], ...] = Field((), description="filters every visible document matches (ANDed)")
     record_user: bool = Field(False, description="also only the labels of the signed-in record user ($auth.access)")
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as error:  # a bad label or filter is the caller's error, named as such
+            problems = "; ".join(str(e.get("ctx", {}).get("error") or e["msg"]) for e in error.errors(include_url=False))
+            raise FilterError(f"invalid scope: {problems}") from None
 
     @field_validator("access", mode="before")
     @classmethod
