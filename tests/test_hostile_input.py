@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
+from hostile import JSON_VALUES, MEGABYTE, Tally, hostile, non_empty, same, storable
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from hostile import JSON_VALUES, MEGABYTE, Tally, hostile, non_empty, same, storable
+from pydantic import ValidationError
 from surrealdb import RecordID
 from test_ingest import CountingEmbedder
 
