@@ -463,7 +463,7 @@ def _check_answer(answer: str, name: str, arguments: Any) -> str:
     return "ran"
 
 
-@fuzz(150)
+@fuzz(250)
 @given(calls=st.lists(tool_calls(), min_size=1, max_size=8))
 def test_tool_calls_answer_or_return_the_error_envelope(store, tools, calls):
     with Unchanged(store):
@@ -624,7 +624,7 @@ def test_cli_arguments_give_an_exit_code_and_a_message(store, url, capsys, comma
 # -- the read-only SurrealQL runner (its own tests generate 10,000 statements; these add hostile strings)
 
 
-@fuzz(150)
+@fuzz(300)
 @given(texts=st.lists(hostile(), min_size=1, max_size=6))
 def test_readonly_runner_refuses_or_only_reads(store, texts):
     with Unchanged(store):
