@@ -57,15 +57,14 @@ def test_get_document_keeps_whitespace_in_ids(store, minilm):
     assert missing["error"]["type"] == "not_found"
 
 
-@pytest.mark.parametrize("group_by", ["document", "chunk"])
-def test_every_mode_on_one_retriever_from_many_threads_equals_the_sequential_run(store, minilm, spacy_extractor, group_by):
+def test_every_mode_on_one_retriever_from_many_threads_equals_the_sequential_run(store, minilm, spacy_extractor):
     """The query caches (embeddings, the concepts a question names, chunk totals per scope) are shared
     by a retriever's threads, as LangChain's `batch` shares them: several threads running every mode,
     each mode on one retriever, return what one thread returns, call for call."""
 
     def build(mode):
         extra = {"extractor": spacy_extractor} if mode in ("hybrid", "graph") else {}
-        return make_retriever(mode, store, embedder=minilm, group_by=group_by, **extra)
+        return make_retriever(mode, store, embedder=minilm, **extra)
 
     def answer(retriever, question):
         result = retriever.search(question, k=3)
@@ -77,7 +76,7 @@ def test_every_mode_on_one_retriever_from_many_threads_equals_the_sequential_run
     calls = [(mode, q) for _ in range(3) for mode in MODES for q in QUESTIONS]
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(lambda call: answer(shared[call[0]], call[1]), calls))
-    assert [r for r in results] == [expected[call] for call in calls]
+    assert results == [expected[call] for call in calls]
 
 
 async def test_async_tasks_on_one_retriever_equal_the_sequential_run(store, minilm, spacy_extractor):
