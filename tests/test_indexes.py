@@ -30,7 +30,7 @@ def _write(store: SurrealStore, vectors: np.ndarray, start: int = 0) -> None:
 def _nearest(store: SurrealStore, vector: np.ndarray, k: int = 5) -> list[str]:
     rows = store.query("search_chunks", {"embedding": vector, "threshold": -1.0, "limit": k},
                        candidates=k, ef=64, filter=_no_filter())[-1]
-    return [str(row["id"].id) for row in rows]
+    return [str(row["id"].id) for row in rows["documents"]]  # one single-chunk document per vector
 
 
 def _no_filter():
