@@ -369,7 +369,7 @@ def _check(doc: SourceDocument | Any, max_chars: int) -> LoadFailure | None:
             "(IngestConfig); split it, or raise the limit (one document is written in one transaction)",
         )
     problem = find_unstorable(
-        {"key": doc.key, "title": doc.title, "text": doc.text, "metadata": doc.metadata, "access": doc.access}
+        {"key": doc.key, "source": doc.source, "title": doc.title, "text": doc.text, "metadata": doc.metadata, "access": doc.access}
     )
     return None if problem is None else LoadFailure(source=doc.source, reason=problem)
 

@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..embed import Embedder, resolve_embedder
+from ..errors import ConfigurationError
 from ..store import SurrealStore, checked_int
 from ..surql import CompiledFilter
 from . import plan as plans
@@ -166,7 +167,7 @@ class BaseRetriever:
     ) -> Plan[Request]:
         """The checked request a search runs: k, the scope and filter, the query's embedding (and,
         in hybrid and graph modes, the concepts it names)."""
-        _check_query(query)
+        _check_query(query, self.config.max_query_chars)
         k = checked_int("k", k if k is not None else self.config.k, maximum=1000)
         fetch = max(k, self.config.rerank_pool) if self.reranker is not None else k
         narrowed = self.scope.narrow(scope)
@@ -271,9 +272,21 @@ def _timed(result: RetrievalResult, timings: Mapping[str, float]) -> RetrievalRe
     )
 
 
-def _check_query(query: Any) -> None:
+def _check_query(query: Any, max_chars: int) -> None:
     if not isinstance(query, str) or not query.strip():
-        raise ValueError(f"the query must be a non-empty string, got {query!r}")
+        raise ConfigurationError(f"the query must be a non-empty string, got {query!r}")
+    if len(query) > max_chars:
+        raise ConfigurationError(
+            f"the query has {len(query):,} characters, more than max_query_chars={max_chars:,} (RetrieverConfig); "
+            "ask a shorter question"
+        )
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ConfigurationError(
+            f"the query holds {query[error.start]!r} at character {error.start}, which is not valid Unicode text "
+            "(a lone surrogate); fix the text"
+        ) from None
 
 
 def _as_list(vector: np.ndarray) -> list[float]:

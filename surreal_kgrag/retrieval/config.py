@@ -28,6 +28,11 @@ class RetrieverConfig(BaseModel):
     filters: dict[str, Any] | None = Field(None, description="default filter, see surreal_kgrag.retrieval.filters")
     access: list[str] | None = Field(None, description="only documents carrying one of these access labels")
     rerank_pool: int = Field(20, ge=1, le=1000, description="documents handed to the reranker before cutting to k")
+    max_query_chars: int = Field(
+        10_000, ge=1, le=1_000_000,
+        description="longest query accepted (the embedder reads its first 256 tokens; spaCy, in hybrid and graph "
+        "mode, all of it)",
+    )
 
 
 DEFAULT_WEIGHTS: dict[Channel, float] = {"vector": 1.0, "text": 1.0, "concept": 1.0, "graph": 0.2}

@@ -97,7 +97,7 @@ class _Compiler:
         object indexed by bound key names."""
         if not isinstance(key, str) or not key:
             raise FilterError(f"filter field names are non-empty strings, got {key!r}")
-        _check_text(key, "filter field name")
+        check_text(key, "filter field name")
         segments = key.split(".")
         if segments[0] in DOCUMENT_FIELDS:
             if len(segments) > 1:
@@ -180,7 +180,8 @@ class _Compiler:
         return f"(type::is_{kind}({p}) AND {p} {sign} {self.bind(value)})"
 
 
-def _check_text(value: str, what: str) -> None:
+def check_text(value: str, what: str) -> None:
+    """Refuse text SurrealDB cannot hold (a lone surrogate) with a :class:`FilterError` naming it."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as error:
@@ -200,7 +201,7 @@ def _scalar(key: str, op: str, value: Any) -> Any:
             raise FilterError(f"{op} on {key!r} takes a finite number, got {value!r}")
         return value
     if isinstance(value, str):
-        _check_text(value, f"value for {key!r}")
+        check_text(value, f"value for {key!r}")
         return value
     if isinstance(value, dt.datetime):
         return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)

@@ -25,10 +25,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..surql import NO_FILTER, CompiledFilter
-from .filters import FilterError, combine, compile_filter
+from .filters import FilterError, check_text, combine, compile_filter
 
 #: The condition's parameter holding the scope's labels.
 ACCESS_PARAM = "scope_access"
@@ -45,6 +45,13 @@ class Scope(BaseModel):
     filters: tuple[dict[str, Any], ...] = Field((), description="filters every visible document matches (ANDed)")
     record_user: bool = Field(False, description="also only the labels of the signed-in record user ($auth.access)")
 
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as error:  # a bad label or filter is the caller's error, named as such
+            problems = "; ".join(str(e.get("ctx", {}).get("error") or e["msg"]) for e in error.errors(include_url=False))
+            raise FilterError(f"invalid scope: {problems}") from None
+
     @field_validator("access", mode="before")
     @classmethod
     def _labels(cls, value: Any) -> Any:
@@ -55,6 +62,8 @@ class Scope(BaseModel):
         labels = list(value)
         if not all(isinstance(label, str) for label in labels):
             raise FilterError(f"access labels are a list of strings, got {value!r}")
+        for label in labels:
+            check_text(label, "access label")
         return tuple(dict.fromkeys(labels))
 
     @field_validator("filters", mode="before")
