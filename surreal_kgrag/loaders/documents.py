@@ -1,0 +1,165 @@
+"""The loaders' entry points: paths, framework documents and raw text become
+:class:`SourceDocument` records (or a :class:`LoadFailure` saying why not)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ..errors import LoaderError
+from ..models import LoadFailure, SourceDocument
+from .files import load_entry
+from .options import LoaderOptions, Result, access_list, loader_options, sha16
+
+
+def iter_sources(
+    inputs: Iterable[str | os.PathLike[str] | SourceDocument | Any],
+    *,
+    glob: str = "**/*",
+    text_field: str = "text",
+    title_field: str = "title",
+    id_field: str = "id",
+    access_field: str = "access",
+    follow_symlinks: bool = False,
+    max_file_bytes: int = 1 << 30,
+    part_chars: int = 2_000_000,
+) -> Iterator[SourceDocument | LoadFailure]:
+    """Yield a document or a failure for everything in ``inputs``; never raises for a bad input.
+
+    Strings and path-likes are paths (files or folders); ``SourceDocument`` objects pass through;
+    LangChain and LlamaIndex documents are converted. Inside a folder, a symlink whose target lies
+    outside the folder is reported and skipped unless ``follow_symlinks``; a file larger than
+    ``max_file_bytes`` is reported and skipped unread; a text file longer than ``part_chars``
+    characters is read a part at a time, each part a document keyed ``<path>#part-00001``, ...
+    """
+    options = loader_options(glob, text_field, title_field, id_field, access_field, follow_symlinks, max_file_bytes, part_chars)
+    # A lone path is a common slip; iterating it would walk its characters.
+    if isinstance(inputs, (str, os.PathLike, SourceDocument)):
+        inputs = [inputs]
+    for item in inputs:
+        yield from _load_one(item, options)
+
+
+def load_path(
+    path: str | os.PathLike[str],
+    *,
+    glob: str = "**/*",
+    text_field: str = "text",
+    title_field: str = "title",
+    id_field: str = "id",
+    access_field: str = "access",
+    follow_symlinks: bool = False,
+    max_file_bytes: int = 1 << 30,
+    part_chars: int = 2_000_000,
+) -> Iterator[SourceDocument | LoadFailure]:
+    """Load one file or folder; see :func:`iter_sources`."""
+    options = loader_options(glob, text_field, title_field, id_field, access_field, follow_symlinks, max_file_bytes, part_chars)
+    yield from load_entry(path, options)
+
+
+def from_text(
+    text: str,
+    *,
+    key: str | None = None,
+    title: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    access: list[str] | None = None,
+    source: str = "text",
+) -> SourceDocument:
+    """Wrap a string; the key defaults to a hash of the text, so the same text keeps its key."""
+    if not isinstance(text, str):
+        raise LoaderError(f"text must be a str, got {type(text).__name__}")
+    if not text.strip():
+        raise LoaderError("text is empty; there is nothing to index")
+    if key is not None and not key:
+        raise LoaderError("key must not be empty; leave it out to derive one from the text")
+    return SourceDocument(
+        key=key or "text:" + sha16(text),
+        text=text,
+        title=title,
+        source=source,
+        metadata=dict(metadata or {}),
+        access=access_list(access, "access"),
+    )
+
+
+def from_langchain(doc: Any, *, access_field: str = "access") -> SourceDocument:
+    """Convert a LangChain ``Document`` (anything with ``page_content`` and ``metadata``).
+
+    The key is ``doc.id`` when set; otherwise it is derived from the text, so set ids if edited
+    documents should replace their earlier versions. ``metadata[access_field]`` (a list of str)
+    becomes the document's access list.
+    """
+    text = getattr(doc, "page_content", None)
+    metadata = dict(getattr(doc, "metadata", None) or {})
+    doc_id = getattr(doc, "id", None)
+    return _framework_document(text, metadata, doc_id, "langchain", access_field)
+
+
+def from_llama_index(doc: Any, *, access_field: str = "access") -> SourceDocument:
+    """Convert a LlamaIndex ``Document`` or ``TextNode`` (``get_content()`` or ``text``, ``metadata``).
+
+    LlamaIndex assigns a random id when none is given; set ``doc_id`` (or use
+    ``SimpleDirectoryReader(filename_as_id=True)``) so keys stay stable across runs.
+    """
+    get_content = getattr(doc, "get_content", None)
+    text = get_content() if callable(get_content) else getattr(doc, "text", None)
+    metadata = dict(getattr(doc, "metadata", None) or {})
+    doc_id = getattr(doc, "doc_id", None) or getattr(doc, "id_", None)
+    return _framework_document(text, metadata, doc_id, "llama_index", access_field)
+
+
+def _load_one(item: Any, options: LoaderOptions) -> Result:
+    if isinstance(item, SourceDocument):
+        yield item
+    elif isinstance(item, (str, os.PathLike)):
+        yield from load_entry(item, options)
+    elif _is_langchain(item):
+        yield _convert(from_langchain, item, options, "LangChain document")
+    elif _is_llama_index(item):
+        yield _convert(from_llama_index, item, options, "LlamaIndex document")
+    else:
+        kind = f"{type(item).__module__}.{type(item).__qualname__}"
+        yield LoadFailure(
+            source=f"<{kind}>",
+            reason=f"unsupported input type {kind}; pass a file or folder path, a SourceDocument, "
+            "a LangChain or LlamaIndex document, or wrap raw text with from_text()",
+        )
+
+
+def _is_langchain(item: Any) -> bool:
+    return hasattr(item, "page_content") and hasattr(item, "metadata")
+
+
+def _is_llama_index(item: Any) -> bool:
+    has_text = callable(getattr(item, "get_content", None)) or hasattr(item, "text")
+    return has_text and hasattr(item, "metadata") and (hasattr(item, "id_") or hasattr(item, "doc_id"))
+
+
+def _convert(convert: Any, item: Any, options: LoaderOptions, what: str) -> SourceDocument | LoadFailure:
+    try:
+        return convert(item, access_field=options.access_field)
+    except LoaderError as exc:
+        ident = getattr(item, "id", None) or getattr(item, "id_", None)
+        return LoadFailure(source=f"<{what} {ident}>" if ident else f"<{what}>", reason=str(exc))
+
+
+def _framework_document(
+    text: Any, metadata: dict[str, Any], doc_id: Any, framework: str, access_field: str
+) -> SourceDocument:
+    if not isinstance(text, str):
+        raise LoaderError(f"{framework} document text must be a str, got {type(text).__name__}")
+    if not text.strip():
+        raise LoaderError(f"{framework} document {doc_id or ''} has empty text; there is nothing to index")
+    access = access_list(metadata.pop(access_field, None), f"metadata[{access_field!r}]")
+    title = metadata.get("title")
+    source = metadata.get("source") or metadata.get("file_path") or framework
+    return SourceDocument(
+        key=str(doc_id) if doc_id else f"{framework}:{sha16(text)}",
+        text=text,
+        title=title if isinstance(title, str) and title else None,
+        source=str(source),
+        metadata=metadata,
+        access=access,
+    )

@@ -1,0 +1,231 @@
+"""Files and folders: walking a folder (hidden entries, globs, symlinks leaving it), size caps,
+decoding, and long text files read in parts."""
+
+from __future__ import annotations
+
+import codecs
+import os
+import stat
+from collections.abc import Iterator
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from ..errors import LoaderError
+from ..models import LoadFailure, SourceDocument
+from .formats import html_document, markdown_title, pdf_document, text_document
+from .options import PLAIN_TYPES, SUPPORTED_SUFFIXES, LoaderOptions, Result
+from .records import json_documents, jsonl_documents
+
+
+def load_entry(path: str | os.PathLike[str], options: LoaderOptions) -> Result:
+    if isinstance(path, str) and not path.strip():
+        yield LoadFailure(source=repr(path), reason="empty path; pass a file or folder")
+        return
+    try:
+        path = Path(path)
+    except TypeError as exc:  # a path-like that returns bytes
+        yield LoadFailure(source=repr(path), reason=f"invalid path: {exc}")
+        return
+    shown = path.absolute().as_posix()
+    try:
+        is_dir = stat.S_ISDIR(path.stat().st_mode)
+    except FileNotFoundError:
+        yield LoadFailure(source=shown, reason="no such file or directory")
+        return
+    except OSError as exc:
+        yield LoadFailure(source=shown, reason=f"cannot access path: {_os_reason(exc)}")
+        return
+    except ValueError as exc:  # an embedded NUL character
+        yield LoadFailure(source=repr(shown), reason=f"invalid path: {exc}")
+        return
+    if is_dir:
+        yield from _load_folder(path, options)
+    elif path.suffix.lower() not in SUPPORTED_SUFFIXES:
+        supported = ", ".join(sorted(SUPPORTED_SUFFIXES))
+        yield LoadFailure(
+            source=shown, reason=f"unsupported file type {path.suffix or '(none)'!r}; supported: {supported}"
+        )
+    else:
+        yield from _load_file(path, options)
+
+
+def _load_folder(root: Path, options: LoaderOptions) -> Result:
+    """Walk ``root`` without following symlinked folders, skipping hidden entries."""
+    pattern = [p for p in options.glob.split("/") if p]
+    if pattern[-1:] == ["**"]:
+        pattern.append("*")  # files only: a bare "**" would match folders
+    errors: list[OSError] = []
+    matches: list[tuple[str, Path]] = []
+    for dirpath, dirnames, filenames in os.walk(root, onerror=errors.append):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        folder = Path(dirpath)
+        rel_folder = folder.relative_to(root).as_posix()
+        for name in filenames:
+            if name.startswith(".") or Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
+                continue
+            rel = name if rel_folder == "." else f"{rel_folder}/{name}"
+            if _glob_match(rel.split("/"), pattern):
+                matches.append((rel, folder / name))
+    for exc in errors:
+        where = Path(exc.filename).absolute().as_posix() if exc.filename else root.absolute().as_posix()
+        yield LoadFailure(source=where, reason=f"cannot list folder: {_os_reason(exc)}")
+    inside = root.resolve()
+    for _, path in sorted(matches):
+        if not options.follow_symlinks and path.is_symlink() and not _within(path, inside):
+            yield LoadFailure(
+                source=path.absolute().as_posix(),
+                reason="symlink to a file outside the folder being ingested; not followed "
+                "(pass the target itself, or follow_symlinks=True)",
+            )
+            continue
+        yield from _load_file(path, options)
+
+
+def _within(path: Path, folder: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(folder)
+    except (OSError, RuntimeError):  # a broken link or a loop: reading it will say so
+        return True
+
+
+def _glob_match(parts: list[str], pattern: list[str]) -> bool:
+    """Match path segments against glob segments: ``**`` spans folders, ``*`` stays in one."""
+    if not pattern:
+        return not parts
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        return any(_glob_match(parts[i:], rest) for i in range(len(parts) + 1))
+    return bool(parts) and fnmatchcase(parts[0], head) and _glob_match(parts[1:], rest)
+
+
+def _load_file(path: Path, options: LoaderOptions) -> Result:
+    shown = path.absolute().as_posix()
+    suffix = path.suffix.lower()
+    try:
+        size = path.stat().st_size
+        resolved = path.resolve().as_posix()
+        if size > options.max_file_bytes:
+            yield LoadFailure(
+                source=resolved,
+                reason=f"file has {size:,} bytes, more than max_file_bytes={options.max_file_bytes:,}; not read",
+            )
+            return
+        if suffix in (".jsonl", ".ndjson"):
+            yield from jsonl_documents(path, resolved, options)
+            return
+        if SUPPORTED_SUFFIXES[suffix] in PLAIN_TYPES and size > options.part_chars:
+            yield from _load_text_parts(path, resolved, options.part_chars)
+            return
+        data = path.read_bytes()
+    except IsADirectoryError:
+        yield LoadFailure(source=shown, reason="is a directory, not a file")
+        return
+    except OSError as exc:
+        yield LoadFailure(source=shown, reason=f"cannot read file: {_os_reason(exc)}")
+        return
+    except RuntimeError as exc:  # Path.resolve() on Python < 3.13 reports symlink loops this way
+        yield LoadFailure(source=shown, reason=f"cannot resolve path: {exc}")
+        return
+    if suffix == ".pdf":
+        yield pdf_document(path, data, resolved)
+        return
+    try:
+        text = _decode(data)
+    except LoaderError as exc:
+        yield LoadFailure(source=resolved, reason=str(exc))
+        return
+    if suffix == ".json":
+        yield from json_documents(text, resolved, options)
+    elif suffix in (".html", ".htm"):
+        yield html_document(path, text, resolved)
+    else:
+        yield text_document(path, text, resolved, SUPPORTED_SUFFIXES[suffix])
+
+
+def _decode(data: bytes) -> str:
+    if b"\x00" in data:
+        raise LoaderError("binary file (contains NUL bytes), not a text document")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LoaderError(f"not valid UTF-8 (bad byte at offset {exc.start}); re-save the file as UTF-8") from None
+    if not text.strip():
+        raise LoaderError("empty file; nothing to index")
+    # Same newlines as text-mode open(), so a CRLF checkout hashes like an LF one.
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _os_reason(exc: OSError) -> str:
+    if isinstance(exc, PermissionError):
+        return "permission denied; check the file's permissions"
+    return exc.strerror or str(exc)
+
+
+_READ_BLOCK = 1 << 20  # characters decoded at a time from a text file read in parts
+
+
+def _load_text_parts(path: Path, resolved: str, part_chars: int) -> Result:
+    """A long text file, read twice a block at a time: once to check and count its parts, once to
+    yield them. Each part is a document of its own, so memory stays bounded by ``part_chars``."""
+    try:
+        total = sum(1 for _ in _text_parts(path, part_chars))
+    except LoaderError as exc:
+        yield LoadFailure(source=resolved, reason=str(exc))
+        return
+    if total == 0:
+        yield LoadFailure(source=resolved, reason="empty file; nothing to index")
+        return
+    content_type = SUPPORTED_SUFFIXES[path.suffix.lower()]
+    title: str | None = None
+    for number, text in enumerate(_text_parts(path, part_chars), start=1):
+        if title is None:
+            title = (markdown_title(text) if content_type == "text/markdown" else None) or path.stem
+        yield SourceDocument(
+            key=f"{resolved}#part-{number:05d}",
+            text=text,
+            title=title,
+            source=resolved,
+            content_type=content_type,
+            metadata={"file_name": path.name, "part": number, "parts": total},
+        )
+
+
+def _text_parts(path: Path, part_chars: int) -> Iterator[str]:
+    """The non-blank parts of a UTF-8 text file, each at most ``part_chars`` characters, cut at a
+    blank line, else a line end, else a sentence end, else a space, as late as possible."""
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    buffer = ""
+    offset = 0
+    with path.open("rb") as stream:
+        while True:
+            data = stream.read(_READ_BLOCK)
+            if b"\x00" in data:
+                raise LoaderError("binary file (contains NUL bytes), not a text document")
+            try:
+                buffer += decoder.decode(data, final=not data)
+            except UnicodeDecodeError as exc:
+                raise LoaderError(
+                    f"not valid UTF-8 (bad byte at offset {offset + exc.start}); re-save the file as UTF-8"
+                ) from None
+            offset += len(data)
+            # Same newlines as text-mode open(); a "\r" at the end may be half of a "\r\n".
+            held = "\r" if data and buffer.endswith("\r") else ""
+            buffer = buffer[: len(buffer) - len(held)].replace("\r\n", "\n").replace("\r", "\n")
+            while len(buffer) > part_chars or (not data and buffer):
+                cut = _cut(buffer, part_chars)
+                if buffer[:cut].strip():
+                    yield buffer[:cut]
+                buffer = buffer[cut:]
+            buffer += held
+            if not data:
+                return
+
+
+def _cut(text: str, limit: int) -> int:
+    if len(text) <= limit:
+        return len(text)
+    for separator in ("\n\n", "\n", ". ", " "):
+        found = text.rfind(separator, limit // 2, limit)
+        if found != -1:
+            return found + len(separator)
+    return limit

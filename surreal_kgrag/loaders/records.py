@@ -1,0 +1,152 @@
+"""JSON and JSON Lines records, and the values SurrealDB cannot hold."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from ..errors import LoaderError
+from ..models import LoadFailure, SourceDocument
+from .options import LoaderOptions, Result, access_list
+
+
+def find_unstorable(value: Any, where: str = "record") -> str | None:
+    """Why ``value`` cannot be stored as it is (a lone surrogate in a string, an integer outside
+    SurrealDB's signed 64 bits), naming where it sits; None when it can."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return (
+                f"{where} holds a lone surrogate {value[exc.start]!r} at character {exc.start}, which is not "
+                "valid Unicode and cannot be stored; fix the source text"
+            )
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if not -(1 << 63) <= value < 1 << 63:
+            return f"{where} holds the integer {value}, outside the signed 64-bit range SurrealDB stores; write it as a string"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            problem = find_unstorable(key, f"a key of {where}") or find_unstorable(item, f"{where}[{key!r}]")
+            if problem is not None:
+                return problem
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            problem = find_unstorable(item, f"{where}[{index}]")
+            if problem is not None:
+                return problem
+    return None
+
+
+def jsonl_documents(file: Path, path: str, options: LoaderOptions) -> Result:
+    """One record per line, read a line at a time (memory does not grow with the file)."""
+    seen: dict[str, str] = {}
+    empty = True
+    with file.open("rb") as stream:
+        # Lines end at b"\n" only: JSON strings may hold U+2028 and friends verbatim.
+        for number, raw in enumerate(stream, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if not raw.strip():
+                continue
+            empty = False
+            if b"\x00" in raw:
+                yield LoadFailure(source=path, line=number, reason="binary data (NUL bytes), not a JSON record")
+                continue
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield LoadFailure(source=path, line=number, reason=f"not valid UTF-8 (bad byte at column {exc.start + 1})")
+                continue
+            yield _jsonl_record(line, number, path, seen, options)
+    if empty:
+        yield LoadFailure(source=path, reason="empty file; nothing to index")
+
+
+def _jsonl_record(line: str, number: int, path: str, seen: dict[str, str], options: LoaderOptions) -> SourceDocument | LoadFailure:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return LoadFailure(source=path, line=number, reason=f"malformed JSON: {exc.msg} (column {exc.colno})")
+    spot = _Spot(path, f"{path}#L{number}", f"{path}:{number}", f"line {number}", number)
+    return _record(record, spot, seen, options)
+
+
+def json_documents(text: str, path: str, options: LoaderOptions) -> Result:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        yield LoadFailure(source=path, line=exc.lineno, reason=f"malformed JSON: {exc.msg} (column {exc.colno})")
+        return
+    if isinstance(data, dict):
+        yield _record(data, _Spot(path, path, path, "", None), {}, options)
+    elif isinstance(data, list):
+        seen: dict[str, str] = {}
+        for i, record in enumerate(data):
+            yield _record(record, _Spot(path, f"{path}#{i}", f"{path}#{i}", f"record {i}", None), seen, options)
+    else:
+        yield LoadFailure(source=path, reason=f"JSON must be an object or an array of objects, not {_json_type(data)}")
+
+
+class _Spot(NamedTuple):
+    """Where a record sits: its file, fallback key, source label, and how failures name it."""
+
+    path: str
+    fallback_key: str
+    source: str
+    label: str
+    line: int | None
+
+
+def _record(record: Any, spot: _Spot, seen: dict[str, str], options: LoaderOptions) -> SourceDocument | LoadFailure:
+    """One JSON object -> a document; ``seen`` maps the ids already used in this file to their spot."""
+
+    def fail(reason: str) -> LoadFailure:
+        # JSON Lines failures carry the line number; JSON array ones name the record index.
+        prefix = f"{spot.label}: " if spot.line is None and spot.label else ""
+        return LoadFailure(source=spot.path, line=spot.line, reason=prefix + reason)
+
+    if not isinstance(record, dict):
+        return fail(f"expected a JSON object, got {_json_type(record)}")
+    text_field, title_field, id_field, access_field = (
+        options.text_field,
+        options.title_field,
+        options.id_field,
+        options.access_field,
+    )
+    text = record.get(text_field)
+    if text is None:
+        return fail(f"no {text_field!r} field; every record needs its text")
+    if not isinstance(text, str):
+        return fail(f"{text_field!r} must be a string, got {_json_type(text)}")
+    if not text.strip():
+        return fail(f"{text_field!r} is empty; there is nothing to index")
+    key, title = record.get(id_field), record.get(title_field)
+    for name, value in ((id_field, key), (title_field, title)):
+        if isinstance(value, (dict, list)):
+            return fail(f"{name!r} must be a string or number, got {_json_type(value)}")
+    key = spot.fallback_key if key is None or key == "" else str(key)
+    if key in seen:
+        return fail(f"duplicate {id_field!r} {key!r} (already used at {seen[key]}); ids must be unique")
+    seen[key] = spot.label or "the top level"
+    try:
+        access = access_list(record.get(access_field), repr(access_field))
+    except LoaderError as exc:
+        return fail(str(exc))
+    known = {text_field, title_field, id_field, access_field}
+    problem = find_unstorable(record)
+    if problem is not None:
+        return fail(problem)
+    return SourceDocument(
+        key=key,
+        text=text,
+        title=None if title is None or title == "" else str(title),
+        source=spot.source,
+        metadata={k: v for k, v in record.items() if k not in known},
+        access=access,
+    )
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
