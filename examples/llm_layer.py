@@ -21,18 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from surreal_kgrag import IngestConfig, Ingestor, SurrealStore, make_retriever
-from surreal_kgrag.llm import (
-    ConceptRelationsArgs,
-    LLMExtractor,
-    LLMSettings,
-    Ontology,
-    add_relations,
-    answer,
-    concept_relations_plan,
-    text_to_surql,
-)
-from surreal_kgrag.llm.plan import drive
+from surreal_kgrag.llm import LLMExtractor, LLMSettings, Ontology, answer, text_to_surql
 from surreal_kgrag.llm.scripted import ScriptedChatServer, first_user_message
+from surreal_kgrag.tools import ConceptRelations, ToolDispatcher
 
 HERE = Path(__file__).resolve().parent
 QUESTION = "Which element did Marie Curie name after her native country?"
@@ -110,15 +101,15 @@ def run(llm: LLMSettings, label: str) -> None:
         extractor = LLMExtractor(llm, ontology=ontology, cache=Path(cache_dir) / "extractions.sqlite3")
         ingestor = Ingestor(store, extractor=extractor, config=IngestConfig(metadata_concepts=("title",)))
         summary = ingestor.ingest(HERE / "data")
-        stats = extractor.stats
-        print(f"ingested {summary.added} documents, {summary.chunks} chunks; extraction: {stats.usage.requests} requests, "
-              f"{stats.usage.total_tokens} tokens, {stats.concepts_rejected} concepts and {stats.relations_rejected} relations "
-              "outside the ontology dropped")
-        keys = [str(path) for path in sorted((HERE / "data").iterdir())]
-        edges = add_relations(store, extractor, keys)
-        print(f"{edges} typed relations written (the cache answered again: {extractor.stats.usage.requests} requests in all)")
-        for relation in drive(concept_relations_plan(store, ConceptRelationsArgs(concept="polonium"))).relations:
-            print(f"   {relation.subject} -{relation.type}-> {relation.object}   ({relation.title})")
+        usage, stats = summary.llm, extractor.stats
+        assert usage is not None
+        print(f"ingested {summary.added} documents, {summary.chunks} chunks, {usage.relations} typed relations; extraction: "
+              f"{usage.requests} requests, {usage.prompt_tokens + usage.completion_tokens} tokens, {usage.cache_hits} cache hits, "
+              f"{stats.concepts_rejected} concepts and {stats.relations_rejected} relations outside the ontology dropped")
+        found = ToolDispatcher(store, embedder=ingestor.embedder).invoke("concept_relations", {"concept": "polonium"})
+        assert isinstance(found, ConceptRelations)
+        for relation in found.relations:
+            print(f"   {relation.subject} -{relation.type}-> {relation.object}   ({relation.document_title})")
 
         result = answer(QUESTION, make_retriever("hybrid", store, embedder=ingestor.embedder, k=3), llm)
         print(f"\nQ: {QUESTION}\nA: {result.answer}")

@@ -2,10 +2,11 @@
 
     surreal-kgrag-mcp --db surrealkv://kg          # or: python -m surreal_kgrag.mcp_server
 
-It serves over stdio the same six tools, with the same JSON schemas, as :class:`ToolDispatcher`;
+It serves over stdio the same tools, with the same JSON schemas, as :class:`ToolDispatcher`;
 a bad call comes back as a tool result with ``isError`` set and the dispatcher's error JSON as text.
 ``--access public,staff`` and ``--filter '{"tenant": "acme"}'`` bound everything the tools can read
-(see :class:`~surreal_kgrag.Scope`).
+(see :class:`~surreal_kgrag.Scope`). ``--allow-surql`` adds ``run_surql`` (read-only SurrealQL the
+client's model writes; refused for a scope the database does not enforce itself).
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from .tools import ToolDispatcher
 
 INSTRUCTIONS = (
     "Knowledge-graph retrieval over documents, chunks and concepts. Start with search_chunks; use "
-    "search_concepts to find concept names, then chunks_for_concept, documents_for_concept and "
-    "related_concepts to follow them, and get_document to read a document."
+    "search_concepts to find concept names, then chunks_for_concept, documents_for_concept, "
+    "related_concepts and concept_relations to follow them, and get_document to read a document."
 )
 
 
@@ -84,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--filter", type=filter_spec, default=None, help="JSON filter every served document must match")
     parser.add_argument(
+        "--allow-surql", action="store_true",
+        help="also offer run_surql: one read-only SurrealQL SELECT written by the client's model, with a row and "
+        "time limit (with --access or --filter only on a store signed in as a record user; see the README)",
+    )
+    parser.add_argument(
         "--embedder", default=None,
         help="the embedder the store was built with: sentence-transformers name or path, or openai:<model> "
         "(default: all-MiniLM-L6-v2)",
@@ -99,7 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         with SurrealStore(config=config) as store:
             scope = Scope(access=args.access, filters=args.filter)
-            server = build_server(ToolDispatcher(store, mode=args.mode, embedder=args.embedder, scope=scope))
+            dispatcher = ToolDispatcher(store, mode=args.mode, embedder=args.embedder, scope=scope, allow_surql=args.allow_surql)
+            server = build_server(dispatcher)
             anyio.run(serve_stdio, server)
     except (KGRagError, ValidationError) as error:
         print(f"surreal-kgrag-mcp: {error}", file=sys.stderr)

@@ -77,6 +77,43 @@ class ConceptMention(BaseModel):
     count: int = Field(default=1, ge=1)
 
 
+class Relation(BaseModel):
+    """A typed relation between two concepts of one chunk (names as ``normalise_concept`` gives
+    them), stored as a ``concept -> RELATES_TO -> concept`` edge with the chunk it was read from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    subject: str
+    type: str
+    object: str
+    in_ontology: bool = True
+    violation: str | None = Field(None, description="why it breaks the ontology (kept under on_violation='flag')")
+
+
+class ChunkGraph(BaseModel):
+    """What a relation-extracting concept extractor found in one chunk."""
+
+    mentions: list[ConceptMention]
+    relations: list[Relation] = Field(default_factory=list)
+
+
+class LLMIngestStats(BaseModel):
+    """The LLM extractor's share of an ingest run: what it cost and what it gave."""
+
+    chunks: int = Field(0, description="chunks extracted")
+    cache_hits: int = Field(0, description="chunks the extraction cache answered, without a request")
+    fallbacks: int = Field(0, description="chunks extracted by the fallback extractor because the model's reply failed")
+    requests: int = Field(0, description="chat requests sent, retries included")
+    retries: int = 0
+    prompt_tokens: int = Field(0, description="as the endpoint reported them")
+    completion_tokens: int = 0
+    relations: int = Field(0, description="RELATES_TO edges written")
+
+    def add(self, other: LLMIngestStats) -> None:
+        for name in type(self).model_fields:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
 class IngestSummary(BaseModel):
     """What one ingest run did."""
 
@@ -96,6 +133,9 @@ class IngestSummary(BaseModel):
             "busy seconds per stage: load, chunk, extract, embed (chunks), concepts (finding and embedding new "
             "concepts), write, index. The stages run at the same time, so they add up to more than `seconds`"
         ),
+    )
+    llm: LLMIngestStats | None = Field(
+        None, description="tokens, requests and cache hits of an LLM extractor, and the relations written; None without one"
     )
 
 

@@ -1,7 +1,10 @@
 """Run by tests/test_crash_safety.py in a subprocess: the CLI's ingest, printing a line to stdout
 before and after each write transaction so the test can kill the process at a chosen point.
 
-    python tests/ingest_subprocess.py CORPUS DB_URL
+    python tests/ingest_subprocess.py CORPUS DB_URL [LLM_BASE_URL]
+
+With LLM_BASE_URL (the test's scripted OpenAI-compatible server) the ingest extracts concepts and
+relations with the LLM extractor instead of spaCy.
 """
 
 from __future__ import annotations
@@ -39,4 +42,15 @@ def small_batches(**options):
 
 
 surreal_kgrag.ingest.IngestConfig = small_batches  # what cmd_ingest builds its config with
+
+if len(sys.argv) > 3:
+    from surreal_kgrag.llm import LLMExtractor, LLMSettings
+
+    ingestor = surreal_kgrag.ingest.Ingestor
+    settings = LLMSettings(model="scripted", base_url=sys.argv[3], api_key="local", backoff=0.01)
+
+    def with_llm(store, **options):
+        return ingestor(store, **{**options, "extractor": LLMExtractor(settings, cache=None, fallback=None)})
+
+    surreal_kgrag.ingest.Ingestor = with_llm  # what cmd_ingest builds its ingestor with
 sys.exit(main(["ingest", sys.argv[1], "--db", sys.argv[2], "--no-progress", "--json"]))

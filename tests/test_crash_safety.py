@@ -1,11 +1,12 @@
 """Kill an ingest part-way (SIGKILL at several points, and Ctrl-C), reopen the surrealkv:// store:
-every document is whole or absent, every count agrees with a recount, and running the ingest again
-ends with exactly what a clean run stores."""
+every document is whole or absent (with its relations, when an LLM extractor reads them), every
+count agrees with a recount, and running the ingest again ends with exactly what a clean run stores."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,9 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
-from test_ingest_safety import integrity, prose
+from test_ingest_safety import PEOPLE, PLACES, TOPICS, integrity, prose
 
 from surreal_kgrag import IngestConfig, Ingestor, SurrealStore
+from surreal_kgrag.llm import LLMExtractor, LLMSettings, ReadonlyLimits, run_readonly_query
+from surreal_kgrag.llm.scripted import ScriptedChatServer, first_user_message
 
 HELPER = Path(__file__).with_name("ingest_subprocess.py")
 DOCUMENTS = 16
@@ -31,11 +34,15 @@ def corpus(tmp_path_factory) -> Path:
 
 
 def snapshot(store: SurrealStore) -> dict:
+    relations = run_readonly_query(
+        store, "SELECT id, type, in, out, chunk, doc FROM RELATES_TO ORDER BY id", limits=ReadonlyLimits(rows=10_000)
+    )
     return {
         "stats": store.query("stats")[0],
         "documents": {row["key"]: row for row in store.query("document_record_counts")[-1]},
         "concepts": dict(store.query("concept_frequencies")[-1]),
         "terms": dict(store.query("term_frequencies")[-1]),
+        "relations": relations.rows,
     }
 
 
@@ -47,11 +54,13 @@ def clean(corpus, minilm, spacy_extractor) -> dict:
         return snapshot(store)
 
 
-def run_until(corpus: Path, url: str, marker: str, sig: int, delay: float = 0.0) -> tuple[int, list[str], str]:
+def run_until(
+    corpus: Path, url: str, marker: str, sig: int, delay: float = 0.0, llm_url: str | None = None
+) -> tuple[int, list[str], str]:
     """Start the ingest subprocess, send ``sig`` once it prints ``marker`` (after ``delay``);
     returns its exit code, the lines it printed and its stderr."""
     process = subprocess.Popen(
-        [sys.executable, str(HELPER), str(corpus), url],
+        [sys.executable, str(HELPER), str(corpus), url, *([llm_url] if llm_url else [])],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -115,3 +124,55 @@ def test_ctrl_c_stops_after_the_transaction_in_progress_and_says_how_far_it_got(
         assert f"{written} added" in stderr
         Ingestor(store, embedder=minilm, extractor=spacy_extractor).ingest([corpus])
         assert snapshot(store) == clean
+
+
+# -- with an LLM extractor: relations are written with their documents, or not at all ---------------
+
+_SENTENCE = re.compile(rf"({'|'.join(PEOPLE)}) travelled to ({'|'.join(PLACES)}) to study the ({'|'.join(TOPICS)})")
+
+
+def scripted_model(request: dict) -> str:
+    """A rule-based stand-in for a model (not one): who travelled where, to study what."""
+    concepts: dict[str, str] = {}
+    relations = []
+    for person, place, topic in _SENTENCE.findall(first_user_message(request)):
+        concepts.update({person: "person", place: "city", topic: "topic"})
+        relations += [{"subject": person, "relation": "visited", "object": place}, {"subject": person, "relation": "studied", "object": topic}]
+    return json.dumps({"concepts": [{"name": n, "kind": k} for n, k in concepts.items()], "relations": relations})
+
+
+@pytest.fixture(scope="module")
+def model():
+    with ScriptedChatServer(scripted_model) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def clean_llm(corpus, minilm, model) -> dict:
+    extractor = LLMExtractor(LLMSettings(model="scripted", base_url=model.base_url, api_key="local"), cache=None, fallback=None)
+    with SurrealStore("mem://") as store:
+        summary = Ingestor(store, embedder=minilm, extractor=extractor).ingest([corpus])
+        assert (summary.added, summary.failed) == (DOCUMENTS, 0)
+        assert summary.llm is not None and summary.llm.relations > DOCUMENTS
+        found = snapshot(store)
+        assert all(row["relations"] > 0 for row in found["documents"].values())
+        return found
+
+
+@pytest.mark.parametrize(("marker", "delay"), [("write-start 2", 0.0), ("write-start 5", 0.05)], ids=["in-second-write", "in-fifth-write"])
+def test_sigkill_with_an_llm_extractor_leaves_documents_whole_with_their_relations(
+    corpus, clean_llm, minilm, model, tmp_path, marker, delay
+):
+    url = f"surrealkv://{tmp_path / 'kg'}"
+    code, _, stderr = run_until(corpus, url, marker, signal.SIGKILL, delay, llm_url=model.base_url)
+    assert code == -signal.SIGKILL, stderr[-2000:]
+    with SurrealStore(url) as store:
+        written = check_whole_or_absent(store, clean_llm)  # relation counts per document included
+        assert 0 < written < DOCUMENTS
+        kept = {row["doc"].removeprefix("document:") for row in snapshot(store)["relations"]}
+        assert kept == set(snapshot(store)["documents"])  # no relation without its document, nor the reverse
+        extractor = LLMExtractor(LLMSettings(model="scripted", base_url=model.base_url, api_key="local"), cache=None, fallback=None)
+        summary = Ingestor(store, embedder=minilm, extractor=extractor).ingest([corpus])
+        assert (summary.skipped, summary.added, summary.failed) == (written, DOCUMENTS - written, 0)
+        assert integrity(store) == {}
+        assert snapshot(store) == clean_llm

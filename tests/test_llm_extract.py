@@ -1,5 +1,5 @@
-"""The LLM extractor against a scripted OpenAI-compatible server on 127.0.0.1, and its relations in the
-real embedded SurrealDB (spaCy is the real fallback, MiniLM the real embedder)."""
+"""The LLM extractor against a scripted OpenAI-compatible server on 127.0.0.1 (spaCy is the real
+fallback). Its relations in the store: tests/test_llm_relations.py."""
 
 from __future__ import annotations
 
@@ -11,25 +11,9 @@ import warnings
 
 import pytest
 from llm_support import CORPUS, ONTOLOGY, extraction_responder, passage_text, scripted_extraction
-from surrealdb import RecordID
 
-from surreal_kgrag import ConfigurationError, IngestConfig, Ingestor, SourceDocument, SurrealStore, delete_documents
-from surreal_kgrag.chunking import SentenceChunker
-from surreal_kgrag.llm import (
-    ExtractionCache,
-    LLMExtractionWarning,
-    LLMExtractor,
-    LLMSettings,
-    Ontology,
-    ReadonlyLimits,
-    add_relations,
-    load_ontology,
-    relation_edges,
-    run_readonly_query,
-    write_relations,
-)
-from surreal_kgrag.llm.plan import drive
-from surreal_kgrag.llm.relations import ConceptRelationsArgs, concept_relations_plan
+from surreal_kgrag import ConfigurationError
+from surreal_kgrag.llm import ExtractionCache, LLMExtractionWarning, LLMExtractor, LLMSettings, Ontology, load_ontology
 from surreal_kgrag.llm.scripted import Reply, ScriptedChatServer
 
 NOBEL = "Alfred Nobel was born in Stockholm. Alfred Nobel invented dynamite. Stockholm is the capital of Sweden."
@@ -349,137 +333,7 @@ def test_a_bad_ontology_file_says_what_is_wrong(tmp_path, content, suffix, messa
         Ontology.from_file(path)
 
 
-# -- relations in the store ------------------------------------------------------------------------
-
-
-def rows(store, statement):
-    return run_readonly_query(store, statement, limits=ReadonlyLimits(rows=10_000)).rows
-
-
-def extract_and_write_relations(store, llm, keys):
-    """What the ingest pipeline will do for documents once written: the same extractor (its cache
-    answers, no tokens) gives the relations of their chunks, stored as edges. Returns the number of
-    chunks the cache answered and of edges written."""
-    cached = llm.stats.from_cache
-    written = add_relations(store, llm, keys)
-    return llm.stats.from_cache - cached, written
-
-
-@pytest.fixture
-def graph(server, tmp_path, minilm):
-    llm = extractor(server, cache=ExtractionCache(tmp_path / "c.sqlite3"), ontology=ONTOLOGY)
-    with SurrealStore("mem://") as store:
-        config = IngestConfig(chunker=SentenceChunker(max_tokens=12, overlap_tokens=0), metadata_concepts=())
-        documents = [
-            SourceDocument(key=key, text=text, title=title, source=f"corpus/{key}", access=["staff"] if key == "nobel" else ["public"])
-            for key, (title, text) in CORPUS.items()
-        ]
-        summary = Ingestor(store, embedder=minilm, extractor=llm, config=config).ingest(documents)
-        assert summary.added == len(CORPUS) and summary.chunks >= 3 * len(CORPUS)
-        yield store, llm, summary
-
-
-def test_ingest_with_the_llm_extractor_and_relations_as_typed_edges(graph, server):
-    store, llm, summary = graph
-    asked = len(server.requests)
-    assert asked == summary.chunks  # one request per chunk
-    cached, edges = extract_and_write_relations(store, llm, list(CORPUS))
-    assert len(server.requests) == asked and cached == summary.chunks  # no token spent again
-    assert edges and rows(store, "SELECT count() AS n FROM RELATES_TO GROUP ALL") == [{"n": edges}]
-
-    # Every edge links two concepts its chunk mentions, and obeys the ontology's roles.
-    stored = rows(store, "SELECT type, in.kind AS subject, out.kind AS object, in IN chunk->MENTIONS_CONCEPT.out AS s_ok, "
-                         "out IN chunk->MENTIONS_CONCEPT.out AS o_ok, chunk.doc = doc AS same_doc FROM RELATES_TO")
-    ontology = load_ontology(ONTOLOGY)
-    for edge in stored:
-        relation = ontology.relation(edge["type"])
-        assert relation is not None and ontology.role_violation(relation, edge["subject"], edge["object"]) is None
-        assert edge["s_ok"] and edge["o_ok"] and edge["same_doc"]
-    # Concepts shared by documents are one record; kinds come from the ontology.
-    assert rows(store, "SELECT VALUE df FROM concept WHERE name = 'marie curie'") == [5]
-    assert rows(store, "SELECT VALUE kind FROM concept WHERE name = 'dynamite'") == []  # rejected: an invention
-
-    # The graph answers typed questions: where was each person born?
-    born = rows(store, "SELECT in.name AS person, out.name AS place FROM RELATES_TO WHERE type = 'born_in' ORDER BY person")
-    assert {(b["person"], b["place"]) for b in born} == {("marie curie", "warsaw"), ("pierre curie", "paris"), ("alfred nobel", "stockholm")}
-
-
-def test_relations_follow_their_chunks_on_delete_and_reingest(graph, minilm):
-    store, llm, _ = graph
-    extract_and_write_relations(store, llm, list(CORPUS))
-    per_doc = {r["doc"]: r["n"] for r in rows(store, "SELECT doc, count() AS n FROM RELATES_TO GROUP BY doc")}
-    assert per_doc["document:warsaw"] >= 2 and per_doc["document:nobel"] >= 2
-
-    assert delete_documents(store, ["warsaw"]) == 1
-    after = {r["doc"]: r["n"] for r in rows(store, "SELECT doc, count() AS n FROM RELATES_TO GROUP BY doc")}
-    assert "document:warsaw" not in after and after == {d: n for d, n in per_doc.items() if d != "document:warsaw"}
-
-    # A changed document gets new chunks: the old chunks' edges go with them.
-    config = IngestConfig(chunker=SentenceChunker(max_tokens=12, overlap_tokens=0), metadata_concepts=())
-    Ingestor(store, embedder=minilm, extractor=llm, config=config).ingest_texts(
-        ["Alfred Nobel was born in Stockholm."], ids=["nobel"], titles=["Alfred Nobel"]
-    )
-    nobel = rows(store, "SELECT type, in.name AS s, out.name AS o FROM RELATES_TO WHERE doc = document:nobel")
-    assert nobel == []  # not re-extracted yet, and nothing stale left
-    extract_and_write_relations(store, llm, ["nobel"])
-    nobel = rows(store, "SELECT type, in.name AS s, out.name AS o FROM RELATES_TO WHERE doc = document:nobel")
-    assert nobel == [{"type": "born_in", "s": "alfred nobel", "o": "stockholm"}]
-
-
-def test_writing_relations_twice_changes_nothing(graph):
-    store, llm, _ = graph
-    _, edges = extract_and_write_relations(store, llm, list(CORPUS))
-    before = rows(store, "SELECT id, type, in, out, chunk FROM RELATES_TO ORDER BY id")
-    extract_and_write_relations(store, llm, list(CORPUS))
-    assert rows(store, "SELECT id, type, in, out, chunk FROM RELATES_TO ORDER BY id") == before
-    assert len(before) == edges
-
-
-def test_an_edge_to_a_missing_concept_is_refused_and_nothing_changes(graph):
-    store, llm, _ = graph
-    from surreal_kgrag import QueryExecutionError
-    from surreal_kgrag.llm import Relation
-
-    extract_and_write_relations(store, llm, list(CORPUS))
-    before = rows(store, "SELECT id FROM RELATES_TO WHERE doc = document:paris ORDER BY id")
-    assert before
-    docs = store.query("get_document", {"ids": [RecordID("document", "paris")]})[-1]
-    chunk = docs[0]["chunks"][0]
-    edges = relation_edges(chunk["id"], docs[0]["id"], [Relation(subject="paris", type="twinned_with", object="atlantis")])
-    with pytest.raises(QueryExecutionError, match="atlantis"):
-        write_relations(store, [docs[0]["id"]], edges)
-    # All or nothing: the document's earlier relations were not deleted either.
-    assert rows(store, "SELECT id FROM RELATES_TO WHERE doc = document:paris ORDER BY id") == before
-
-
-def test_the_concept_relations_tool_follows_typed_edges_within_the_scope(graph):
-    store, llm, _ = graph
-    extract_and_write_relations(store, llm, list(CORPUS))
-    result = drive(concept_relations_plan(store, ConceptRelationsArgs(concept="The Marie Curie's")))
-    assert result.concept == "marie curie"
-    found = {(r.subject, r.type, r.object) for r in result.relations}
-    assert {("marie curie", "born_in", "warsaw"), ("marie curie", "discovered", "polonium"), ("pierre curie", "married_to", "marie curie")} <= found
-    born = next(r for r in result.relations if r.type == "born_in" and r.document_id == "marie")
-    assert "born in Warsaw" in born.evidence and born.title == "Marie Curie"
-    # Alfred Nobel's document is for staff only: a public caller sees none of its relations.
-    nobel = drive(concept_relations_plan(store, ConceptRelationsArgs(concept="Alfred Nobel")))
-    assert nobel.relations and all(r.document_id == "nobel" for r in nobel.relations)
-    assert drive(concept_relations_plan(store, ConceptRelationsArgs(concept="Alfred Nobel"), access=["public"])).relations == []
-    assert drive(concept_relations_plan(store, ConceptRelationsArgs(concept="Alfred Nobel"), access=["staff"])).relations
-
-
 def test_warnings_are_not_raised_for_clean_runs(server):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         extractor(server).extract([CORPUS["paris"][1]])
-
-
-async def test_relations_are_added_the_same_async(graph):
-    from surreal_kgrag.llm import aadd_relations
-
-    store, llm, _ = graph
-    written = await aadd_relations(store, llm, list(CORPUS))
-    stored = rows(store, "SELECT id, type, in, out, chunk FROM RELATES_TO ORDER BY id")
-    assert len(stored) == written > 0
-    assert await asyncio.to_thread(add_relations, store, llm, list(CORPUS)) == written
-    assert rows(store, "SELECT id, type, in, out, chunk FROM RELATES_TO ORDER BY id") == stored

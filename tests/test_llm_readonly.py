@@ -5,7 +5,6 @@ a record-user connection; generated statements (hypothesis) never change the dat
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,10 +15,9 @@ from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.llm import ReadonlyLimits, ReadonlyQueryError, arun_readonly_query, check_readonly, run_readonly_query
 from surreal_kgrag.llm.guard import FORBIDDEN_WORDS, tokenize
-from surreal_kgrag.llm.plan import drive
-from surreal_kgrag.llm.text2surql import TABLES, ReadonlyQueryArgs, readonly_tool_plan
-
-DATA = Path(__file__).parent / "data" / "llm"
+from surreal_kgrag.llm.text2surql import TABLES
+from surreal_kgrag.retrieval import Scope
+from surreal_kgrag.tenancy import READER_ACCESS, add_reader, enable_tenancy
 
 
 def documents():
@@ -231,13 +229,6 @@ async def test_async_runs_the_same(store):
     assert (await arun_readonly_query(store, statement)).rows == run_readonly_query(store, statement).rows
 
 
-def test_the_tool_plan_narrows_the_rows_to_max_rows(store):
-    result = drive(readonly_tool_plan(store, ReadonlyQueryArgs(query="SELECT index FROM chunk", max_rows=2), limits=ReadonlyLimits(rows=5)))
-    assert len(result.rows) == 2 and result.truncated
-    with pytest.raises(ReadonlyQueryError):
-        drive(readonly_tool_plan(store, ReadonlyQueryArgs(query="DELETE chunk")))
-
-
 def test_the_described_schema_matches_the_live_one(store):
     info = {name: result for name, result in zip(["db", "document", "chunk", "chunk_text", "concept", "MENTIONS_CONCEPT"], store.query("schema_info"))}
     for table, (_, fields) in TABLES.items():
@@ -253,24 +244,47 @@ def test_a_scoped_caller_is_refused_on_a_root_connection(store):
     with pytest.raises(ReadonlyQueryError, match="not signed in as a record user") as refused:
         run_readonly_query(store, "SELECT VALUE id FROM document", access=["public"])
     assert refused.value.code == "scope"
-    with pytest.raises(ReadonlyQueryError, match="default filter cannot be applied"):
+    with pytest.raises(ReadonlyQueryError, match="a filter cannot be applied"):
         run_readonly_query(store, "SELECT VALUE id FROM document", filters={"source": "corpus/marie"})
+    with pytest.raises(ReadonlyQueryError, match="not signed in as a record user"):
+        run_readonly_query(store, "SELECT VALUE id FROM document", scope=Scope(access=["public", "staff"]))
 
 
-def test_a_record_user_store_reads_only_its_labels(tmp_path, minilm, spacy_extractor):
-    url = f"surrealkv://{tmp_path}/kg"
+@pytest.fixture(scope="module")
+def tenancy_url(tmp_path_factory, minilm, spacy_extractor):
+    """A store in the tenancy mode with three readers: public, staff, and both."""
+    url = f"surrealkv://{tmp_path_factory.mktemp('readonly')}/kg"
     with SurrealStore(url) as root:
         ingest(root, minilm, spacy_extractor)
-        root.query_text("test_record_users", (DATA / "record_users.surql").read_text())
+        enable_tenancy(root)
+        add_reader(root, "public", "p", ["public"])
+        add_reader(root, "both", "b", ["public", "staff"])
+    return url
+
+
+def test_a_record_user_store_reads_only_its_labels(tenancy_url):
+    with SurrealStore(tenancy_url) as root:
         everything = run_readonly_query(root, "SELECT VALUE id FROM document ORDER BY id").rows
         assert "document:nobel" in everything
-    with SurrealStore(url, access="reader", access_variables={"name": "public"}) as reader:
+    with SurrealStore(tenancy_url, access=READER_ACCESS, access_variables={"name": "public", "secret": "p"}) as reader:
         visible = run_readonly_query(reader, "SELECT VALUE id FROM document ORDER BY id", access=["public"]).rows
         assert visible == [d for d in everything if d != "document:nobel"]
         chunks = run_readonly_query(reader, "SELECT VALUE doc FROM chunk", access=["public"], limits=ReadonlyLimits(rows=1000)).rows
         assert chunks and "document:nobel" not in chunks
         counted = run_readonly_query(reader, "SELECT count() AS n FROM document WHERE true GROUP ALL", access=["public"]).rows
         assert counted == [{"n": len(visible)}]
+        # A caller with more labels than the reader is narrowed by the database to the reader's: inside its scope.
+        assert run_readonly_query(reader, "SELECT VALUE id FROM document ORDER BY id", access=["public", "staff"]).rows == visible
+
+
+def test_a_reader_with_labels_the_caller_lacks_is_refused(tenancy_url):
+    with SurrealStore(tenancy_url, access=READER_ACCESS, access_variables={"name": "both", "secret": "b"}) as reader:
+        assert "document:nobel" in run_readonly_query(reader, "SELECT VALUE id FROM document").rows  # unrestricted caller
+        with pytest.raises(ReadonlyQueryError, match=r"labelled \['staff'\], which this caller's access labels exclude") as refused:
+            run_readonly_query(reader, "SELECT VALUE id FROM document", access=["public"])
+        assert refused.value.code == "scope"
+        with pytest.raises(ReadonlyQueryError, match="a filter cannot be applied"):
+            run_readonly_query(reader, "SELECT VALUE id FROM document", filters={"title": "Paris"})
 
 
 # -- generated statements --------------------------------------------------------------------------

@@ -15,14 +15,13 @@ from surreal_kgrag.llm import (
     LLMSettings,
     ReadonlyQueryError,
     TextToSurqlError,
-    add_relations,
     atext_to_surql,
     run_readonly_query,
     text_to_surql,
 )
-from surreal_kgrag.llm.plan import drive
 from surreal_kgrag.llm.scripted import ScriptedChatServer, last_user_message
 from surreal_kgrag.llm.text2surql import statistics_plan, system_prompt
+from surreal_kgrag.retrieval.plan import run
 from surreal_kgrag.schema import ensure_schema
 
 BORN_IN_WARSAW = "SELECT VALUE in.name FROM RELATES_TO WHERE type = 'born_in' AND out.name = 'warsaw'"
@@ -38,8 +37,8 @@ def store(minilm):
         llm = LLMExtractor(settings(extraction), ontology=ONTOLOGY, cache=None)
         documents = [SourceDocument(key=k, text=text, title=title, source=k, access=["public"]) for k, (title, text) in CORPUS.items()]
         config = IngestConfig(chunker=SentenceChunker(max_tokens=12, overlap_tokens=0))
-        Ingestor(store, embedder=minilm, extractor=llm, config=config).ingest(documents)
-        assert add_relations(store, llm, list(CORPUS)) > 0
+        summary = Ingestor(store, embedder=minilm, extractor=llm, config=config).ingest(documents)
+        assert summary.llm is not None and summary.llm.relations > 0
         yield store
 
 
@@ -134,6 +133,6 @@ async def test_async_twin(store, server):
 def test_a_store_without_relations_describes_no_relation_table():
     with SurrealStore("mem://") as empty:
         ensure_schema(empty, dimension=8, embedder="test")
-        stats = drive(statistics_plan(empty))
+        stats = run(empty, statistics_plan(empty))
         assert stats.relation_types == [] and stats.tables == {"document": 0, "chunk": 0, "concept": 0, "MENTIONS_CONCEPT": 0}
         assert "RELATES_TO" not in system_prompt(stats)

@@ -26,7 +26,7 @@ def test_schema_is_idempotent():
         ensure_schema(store, dimension=8, embedder="e")
         ensure_schema(store, dimension=8, embedder="e")
         assert _definitions(store) == first
-        assert set(first["db"]["tables"]) == {"document", "chunk", "chunk_text", "term", "concept", "MENTIONS_CONCEPT", "kg_meta"}
+        assert set(first["db"]["tables"]) == {"document", "chunk", "chunk_text", "term", "concept", "MENTIONS_CONCEPT", "RELATES_TO", "kg_meta"}
 
 
 def test_schema_declares_the_documented_indexes():
@@ -90,8 +90,9 @@ def test_v2_dialect_differs_only_in_object_and_fulltext_syntax():
     v2 = surql.load("schema", 2).splitlines()
     assert len(v2) == len(v3)
     changed = [(a, b) for a, b in zip(v3, v2) if a != b]
-    assert len(changed) == 2  # the header comment, the flexible object
+    assert len(changed) == 3  # the header comment, the flexible object, no record reference on 2.x
     assert any("FLEXIBLE TYPE object" in b for _, b in changed)
+    assert any("REFERENCE ON DELETE CASCADE" in a and "REFERENCE" not in b.split("--")[0] for a, b in changed)
     # The full-text index is defined apart from the schema (under its live generation's name).
     assert "SEARCH ANALYZER kg_english BM25" in surql.load("index_fulltext", 2)
     assert "FULLTEXT ANALYZER kg_english BM25" in surql.load("index_fulltext", 3)

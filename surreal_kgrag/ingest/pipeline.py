@@ -21,6 +21,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -30,13 +31,14 @@ from ..errors import LoaderError
 from ..extract import ConceptExtractor, MetadataConceptExtractor, resolve_extractor
 from ..ids import document_id
 from ..loaders import find_unstorable, from_text, iter_sources
-from ..models import ConceptMention, IngestSummary, LoadFailure, SourceDocument
+from ..models import ConceptMention, IngestSummary, LLMIngestStats, LoadFailure, SourceDocument
 from ..schema import ensure_schema
 from ..store import SurrealStore
 from .concepts import ConceptClaims, concept_records, embed_many, missing_concepts
 from .config import IngestConfig
 from .delete import adelete_documents, delete_documents, delete_records, stale_parts
 from .records import DocumentWork, PreparedDocument, in_context, prepare
+from .relations import GraphExtractor, extract_graphs
 from .stages import StageLine
 from .writer import Writer
 
@@ -180,6 +182,9 @@ class _Run:
         self.claims = ConceptClaims()
         self.progress: Any = None
         self.started = 0.0
+        # Counted by the extract stage; the writer counts the relations it wrote.
+        self.llm = LLMIngestStats() if isinstance(ingestor.extractor, GraphExtractor) else None
+        self.writer: Writer | None = None
 
     # -- driver ----------------------------------------------------------------------------------
 
@@ -190,7 +195,7 @@ class _Run:
         self.progress = tqdm(
             desc="ingest", unit="doc", file=sys.stderr, disable=(not sys.stderr.isatty()) if show is None else not show
         )
-        writer = Writer(
+        self.writer = writer = Writer(
             self.ingestor.store,
             self.ingestor.embedder,
             self.claims,
@@ -216,6 +221,9 @@ class _Run:
         self.summary.failed = len(self.summary.failures)
         self.summary.timings = {k: round(v, 3) for k, v in self.timings.items()}
         self.summary.seconds = round(time.perf_counter() - self.started, 3)
+        if self.llm is not None:
+            written = self.writer.relations_written if self.writer is not None else 0
+            self.summary.llm = self.llm.model_copy(update={"relations": written})
         return self.summary
 
     def _stage_index(self) -> None:
@@ -307,12 +315,14 @@ class _Run:
             return
         with self._timed("extract"):
             texts = [c.content for w in batch.works for c in w.chunks]
-            found = self._in_slices(self.ingestor.extractor.extract, texts)
+            found = self._in_slices(partial(extract_graphs, self.ingestor.extractor, self.llm), texts)
             if found is None:
                 return
-            mentions = iter(found)
+            graphs = iter(found)
             for work in batch.works:
-                work.mentions = [next(mentions) for _ in work.chunks]
+                chunks = [next(graphs) for _ in work.chunks]
+                work.mentions = [graph.mentions for graph in chunks]
+                work.relations = [graph.relations for graph in chunks]
 
     def _embed(self, batch: _Batch) -> None:
         if not batch.works:

@@ -1,4 +1,5 @@
-"""The records one document becomes: its ``document`` row, chunks, full-text rows and concept edges."""
+"""The records one document becomes: its ``document`` row, chunks, full-text rows, concept edges and
+the typed relations read from its chunks."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from surrealdb import RecordID
 
 from .. import wire
 from ..ids import chunk_record_id, concept_id, document_id
-from ..models import ConceptMention, SourceDocument, TextChunk
+from ..models import ConceptMention, Relation, SourceDocument, TextChunk
+from .relations import relation_edges
 
 
 @dataclass
@@ -22,6 +24,7 @@ class DocumentWork:
     chunks: list[TextChunk]
     exists: bool  # a stored version is being replaced (counts as "updated")
     mentions: list[list[ConceptMention]] = field(default_factory=list)  # per chunk
+    relations: list[list[Relation]] = field(default_factory=list)  # per chunk; empty without a graph extractor
     vectors: list[np.ndarray] = field(default_factory=list)  # per chunk
     contexts: list[str] = field(default_factory=list)  # per chunk: the text embedded and full-text indexed
 
@@ -37,6 +40,7 @@ class PreparedDocument:
     texts: list[dict[str, Any]]
     edges: list[dict[str, Any]]
     concepts: dict[str, ConceptMention]
+    relations: list[dict[str, Any]] = field(default_factory=list)  # RELATES_TO edges
 
     @property
     def size(self) -> int:
@@ -74,7 +78,10 @@ def prepare(work: DocumentWork, doc_concepts: list[ConceptMention]) -> PreparedD
         edges=[],
         concepts={},
     )
-    for chunk, mentions, vector, context in zip(work.chunks, work.mentions, work.vectors, work.contexts, strict=True):
+    relations = work.relations or [[] for _ in work.chunks]
+    for chunk, mentions, vector, context, found in zip(
+        work.chunks, work.mentions, work.vectors, work.contexts, relations, strict=True
+    ):
         chunk_id = chunk_record_id(doc.key, doc.content_hash, chunk.index)
         prepared.chunks.append(
             {
@@ -97,9 +104,12 @@ def prepare(work: DocumentWork, doc_concepts: list[ConceptMention]) -> PreparedD
                 "text": context,
             }
         )
-        for mention in _merge(mentions, doc_concepts):
+        merged = _merge(mentions, doc_concepts)
+        for mention in merged:
             prepared.concepts.setdefault(mention.name, mention)
             prepared.edges.append({"in": chunk_id, "out": concept_id(mention.name), "doc": doc_id, "count": mention.count})
+        if found:
+            prepared.relations += relation_edges(chunk_id, doc_id, found, {m.name for m in merged}, access)
     return prepared
 
 

@@ -49,6 +49,7 @@ class Writer:
         # here for a later group that mentions it.
         self.pending: dict[str, dict[str, Any]] = {}
         self.vectors_written = 0
+        self.relations_written = 0
 
     def write(self, prepared: list[PreparedDocument], new_concepts: dict[str, dict[str, Any]], stop: Callable[[], bool]) -> None:
         self.pending.update(new_concepts)
@@ -101,6 +102,7 @@ class Writer:
                 "chunks": [c for item in group for c in item.chunks],
                 "texts": [t for item in group for t in item.texts],
                 "edges": [e for item in group for e in item.edges],
+                "relations": [r for item in group for r in item.relations],
             },
         )
         written = [c["name"] for c in created]
@@ -124,6 +126,7 @@ class Writer:
                 self.summary.added += 1
             chunks += len(item.chunks)
             self.summary.edges += len(item.edges)
+            self.relations_written += len(item.relations)
         self.summary.chunks += chunks
         self.summary.concepts += created
         self.vectors_written += created + chunks

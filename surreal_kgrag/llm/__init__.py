@@ -2,9 +2,11 @@
 
 - :class:`LLMExtractor`: concepts and typed relations under an optional :class:`Ontology`, a
   drop-in concept extractor for the ingest, with retries, a persistent cache and a spaCy fallback;
-  :func:`write_relations` stores the relations as ``RELATES_TO`` edges.
+  the ingest writes its relations as ``RELATES_TO`` edges with their documents.
 - :func:`answer`: an answer with citations checked against the retrieved text.
-- :func:`text_to_surql` and :func:`run_readonly_query`: a model-written query, run read-only.
+- :func:`text_to_surql` and :func:`run_readonly_query`: a model-written query, run read-only (the
+  ``run_surql`` agent tool of :class:`~surreal_kgrag.tools.ToolDispatcher` runs a statement the
+  calling model wrote itself).
 
 Nothing here is imported by the default pipeline.
 """
@@ -17,26 +19,13 @@ from .extractor import ExtractorConfig, LLMExtractionWarning, LLMExtractor
 from .guard import CheckedStatement, ReadonlyQueryError, check_readonly
 from .ontology import ConceptKind, Ontology, RelationType, load_ontology
 from .readonly import ReadonlyLimits, ReadonlyQueryResult, arun_readonly_query, run_readonly_query
-from .relations import (
-    ConceptRelations,
-    ConceptRelationsArgs,
-    aadd_relations,
-    add_relations,
-    awrite_relations,
-    concept_relations_plan,
-    ensure_relation_schema,
-    relation_edges,
-    write_relations,
-)
 from .settings import LLMSettings, LLMUsage
 from .text2surql import (
     GraphStatistics,
-    ReadonlyQueryArgs,
     TextToSurqlError,
     TextToSurqlResult,
     atext_to_surql,
     readonly_tool_description,
-    readonly_tool_plan,
     text_to_surql,
 )
 
@@ -47,8 +36,6 @@ __all__ = [
     "ChunkExtraction",
     "Citation",
     "ConceptKind",
-    "ConceptRelations",
-    "ConceptRelationsArgs",
     "ExtractionCache",
     "ExtractionStats",
     "ExtractorConfig",
@@ -64,29 +51,20 @@ __all__ = [
     "LLMUsage",
     "Ontology",
     "ReadonlyLimits",
-    "ReadonlyQueryArgs",
     "ReadonlyQueryError",
     "ReadonlyQueryResult",
     "Relation",
     "RelationType",
     "TextToSurqlError",
     "TextToSurqlResult",
-    "aadd_relations",
     "aanswer",
-    "add_relations",
     "answer",
     "arun_readonly_query",
     "atext_to_surql",
-    "awrite_relations",
     "check_readonly",
-    "concept_relations_plan",
     "default_cache_path",
-    "ensure_relation_schema",
     "load_ontology",
     "readonly_tool_description",
-    "readonly_tool_plan",
-    "relation_edges",
     "run_readonly_query",
     "text_to_surql",
-    "write_relations",
 ]

@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigurationError
 from ..retrieval import BaseRetriever, RetrievalResult, RetrievedDocument, make_retriever
+from ..retrieval.plan import Call, Plan, arun, run
 from ..store import SurrealStore
-from .client import ChatReply, LLMClient, LLMReplyError, Message, parse_reply
-from .plan import Call, Plan, adrive, chat, drive
+from .client import ChatReply, LLMClient, LLMReplyError, Message, chat, parse_reply
 from .settings import LLMSettings, LLMUsage
 
 CANNOT_ANSWER = "I cannot answer this from the retrieved documents."
@@ -135,7 +135,9 @@ def answer_plan(
     options: dict[str, Any] = {"k": k or config.k}
     if filters is not None:
         options["filters"] = filters
-    retrieval: RetrievalResult = yield Call(lambda: retriever.search(question, **options), lambda: retriever.asearch(question, **options))
+    retrieval: RetrievalResult = yield Call(
+        lambda: retriever.search(question, **options), lambda: retriever.asearch(question, **options), "retrieve"
+    )
     passages = _Passages(retrieval.documents, config)
     usage = LLMUsage()
 
@@ -214,7 +216,7 @@ def answer(
     ``mode`` picks the retriever, hybrid by default). Raises :class:`~.client.LLMCallError` when the
     endpoint fails and :class:`~.client.LLMReplyError` when the reply stays malformed."""
     config = config or AnswerConfig()
-    return drive(answer_plan(question, resolve_retriever(retriever, mode), _client(llm), k=k, filters=filters, config=config))
+    return run(None, answer_plan(question, resolve_retriever(retriever, mode), _client(llm), k=k, filters=filters, config=config))
 
 
 async def aanswer(
@@ -228,4 +230,4 @@ async def aanswer(
     config: AnswerConfig | None = None,
 ) -> Answer:
     config = config or AnswerConfig()
-    return await adrive(answer_plan(question, resolve_retriever(retriever, mode), _client(llm), k=k, filters=filters, config=config))
+    return await arun(None, answer_plan(question, resolve_retriever(retriever, mode), _client(llm), k=k, filters=filters, config=config))

@@ -5,19 +5,20 @@ token counts. Replies are parsed and validated by the callers (pydantic models o
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import random
 import threading
 import time
 import weakref
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigurationError, KGRagError
+from ..retrieval.plan import Call, Plan, arun, run
 from .settings import LLMSettings, LLMUsage
 
 if TYPE_CHECKING:
@@ -75,6 +76,16 @@ def _errors(error: ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(reply)'}: {e['msg']}" for e in error.errors(include_url=False)[:5])
 
 
+#: The timing bucket of chat requests in a plan's timings.
+CHAT = "llm"
+
+
+def chat(client: LLMClient, messages: Sequence[Message], reply: type[BaseModel] | None = None) -> Call:
+    """One chat request (with the client's retries) as a plan step; its answer is a :class:`ChatReply`."""
+    messages = tuple(messages)
+    return Call(partial(client.chat, messages, reply), partial(client.achat, messages, reply), CHAT)
+
+
 class LLMClient:
     """Chat requests to the endpoint in ``settings``; one instance is safe to share between threads.
 
@@ -98,62 +109,39 @@ class LLMClient:
     def chat(self, messages: Sequence[Message], reply: type[BaseModel] | None = None) -> ChatReply:
         """One chat completion; ``reply`` is the pydantic model the answer must match (sent as a
         JSON schema or JSON mode, as configured)."""
-        client = self._sync_client()
-        attempts = self._attempts(self._request(messages, reply))
-        outcome: Any = None
-        while True:
-            try:
-                step = attempts.send(outcome)
-            except StopIteration as done:
-                return done.value
-            if isinstance(step, float):
-                time.sleep(step)
-                outcome = None
-            else:
-                try:
-                    outcome = client.chat.completions.create(**step)
-                except Exception as error:  # judged by _attempts: retried, or raised as LLMCallError
-                    outcome = error
+        return run(None, self.chat_plan(messages, reply))
 
     async def achat(self, messages: Sequence[Message], reply: type[BaseModel] | None = None) -> ChatReply:
-        client = self._async_client()
-        attempts = self._attempts(self._request(messages, reply))
-        outcome: Any = None
-        while True:
-            try:
-                step = attempts.send(outcome)
-            except StopIteration as done:
-                return done.value
-            if isinstance(step, float):
-                await asyncio.sleep(step)
-                outcome = None
-            else:
-                try:
-                    outcome = await client.chat.completions.create(**step)
-                except Exception as error:  # judged by _attempts: retried, or raised as LLMCallError
-                    outcome = error
+        return await arun(None, self.chat_plan(messages, reply))
 
-    def _attempts(self, request: dict[str, Any]) -> Generator[dict[str, Any] | float, Any, ChatReply]:
-        """The retry policy without I/O: yields the request to send (and receives the response or
-        the exception), or a delay in seconds to wait before the next attempt."""
+    def chat_plan(self, messages: Sequence[Message], reply: type[BaseModel] | None = None) -> Plan[ChatReply]:
+        """One chat completion with the retry policy, as a plan: a failed attempt is thrown back
+        here, judged, and either retried after a wait or raised as :class:`LLMCallError`."""
         import openai
 
+        request = self._request(messages, reply)
         usage = LLMUsage()
         for attempt in range(self.settings.max_retries + 1):
             started = time.perf_counter()
-            outcome = yield request
-            if not isinstance(outcome, BaseException):
-                return self._reply(outcome, usage, started)
-            if not isinstance(outcome, openai.OpenAIError):
-                raise outcome
-            usage.requests += 1
-            usage.seconds += time.perf_counter() - started
-            delay = self._retry_delay(outcome, attempt)
-            if delay is None:
-                raise _call_error(outcome, attempt, usage) from outcome
-            usage.retries += 1
-            yield float(delay)
+            try:
+                response = yield Call(partial(self._create, request), partial(self._acreate, request), CHAT)
+            except openai.OpenAIError as error:
+                usage.requests += 1
+                usage.seconds += time.perf_counter() - started
+                delay = self._retry_delay(error, attempt)
+                if delay is None:
+                    raise _call_error(error, attempt, usage) from error
+                usage.retries += 1
+                yield Call(partial(time.sleep, delay), partial(asyncio.sleep, delay), CHAT)
+                continue
+            return self._reply(response, usage, started)
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _create(self, request: dict[str, Any]) -> Any:
+        return self._sync_client().chat.completions.create(**request)
+
+    async def _acreate(self, request: dict[str, Any]) -> Any:
+        return await self._async_client().chat.completions.create(**request)
 
     def close(self) -> None:
         """Close the sync HTTP client (async clients close with their event loop)."""
@@ -234,7 +222,7 @@ class LLMClient:
         return ChatReply(content=content or "", usage=usage)  # an empty reply fails the caller's validation
 
 
-@functools.cache
+@cache
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
     """A reply model's JSON schema, built once: pydantic takes several milliseconds per call."""
     return model.model_json_schema()

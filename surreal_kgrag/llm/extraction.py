@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from ..models import ConceptMention
+from ..models import ChunkGraph, LLMIngestStats, Relation
 from .settings import LLMUsage
 
 # -- what the model replies ----------------------------------------------------------------------
@@ -33,21 +33,7 @@ class ExtractionReply(BaseModel):
 # -- what the extractor returns ------------------------------------------------------------------
 
 
-class Relation(BaseModel):
-    """A typed relation between two concepts of one chunk (names as :func:`normalise_concept` gives them)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    subject: str
-    type: str
-    object: str
-    in_ontology: bool = True
-    violation: str | None = Field(None, description="why it breaks the ontology (kept under on_violation='flag')")
-
-
-class ChunkExtraction(BaseModel):
-    mentions: list[ConceptMention]
-    relations: list[Relation] = Field(default_factory=list)
+class ChunkExtraction(ChunkGraph):
     source: Literal["llm", "cache", "fallback"]
 
 
@@ -79,3 +65,27 @@ class ExtractionStats(BaseModel):
 class GraphExtraction(BaseModel):
     chunks: list[ChunkExtraction]
     stats: ExtractionStats
+
+    def ingest_stats(self) -> LLMIngestStats:
+        """The counts an ingest run reports (``IngestSummary.llm``)."""
+        stats, usage = self.stats, self.stats.usage
+        return LLMIngestStats(
+            chunks=stats.chunks,
+            cache_hits=stats.from_cache,
+            fallbacks=stats.fallbacks,
+            requests=usage.requests,
+            retries=usage.retries,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+        )
+
+
+__all__ = [
+    "ChunkExtraction",
+    "ExtractionReply",
+    "ExtractionStats",
+    "GraphExtraction",
+    "Relation",
+    "ReplyConcept",
+    "ReplyRelation",
+]

@@ -23,11 +23,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ConfigurationError, KGRagError, ModelNotAvailableError
 from ..extract import ConceptExtractor, normalise_concept, resolve_extractor
 from ..models import ConceptMention
+from ..retrieval.plan import Call, Gather, Plan, arun, run
 from .cache import ExtractionCache, resolve_cache
-from .client import ChatReply, LLMCallError, LLMClient, LLMReplyError, Message, parse_reply
+from .client import CHAT, ChatReply, LLMCallError, LLMClient, LLMReplyError, Message, chat, parse_reply
 from .extraction import ChunkExtraction, ExtractionReply, ExtractionStats, GraphExtraction, Relation
 from .ontology import Ontology, load_ontology, relation_key
-from .plan import Call, Gather, Plan, adrive, chat, drive
 from .settings import LLMSettings
 
 logger = logging.getLogger(__name__)
@@ -144,10 +144,10 @@ class LLMExtractor:
 
     def extract_graph(self, texts: Sequence[str]) -> GraphExtraction:
         """Concepts and relations of each text, with the counts of this call."""
-        return drive(self.graph_plan(texts))
+        return run(None, self.graph_plan(texts))
 
     async def aextract_graph(self, texts: Sequence[str]) -> GraphExtraction:
-        return await adrive(self.graph_plan(texts))
+        return await arun(None, self.graph_plan(texts))
 
     def graph_plan(self, texts: Sequence[str]) -> Plan[GraphExtraction]:
         """:meth:`extract_graph` as a plan, for other plans to ``yield from``."""
@@ -219,7 +219,7 @@ class LLMExtractor:
             if not conversations:
                 break
             order = list(conversations)
-            answers = yield Gather(tuple(chat(self.client, conversations[i], ExtractionReply) for i in order), limit)
+            answers = yield Gather(tuple(chat(self.client, conversations[i], ExtractionReply) for i in order), limit, CHAT)
             retry: dict[int, list[Message]] = {}
             for i, answer in zip(order, answers):
                 if isinstance(answer, LLMCallError):

@@ -10,10 +10,10 @@
    cut to the row limit (``surql/readonly_query.surql``).
 
 Scope: a caller restricted to access labels must pass a store signed in as a *record user* (see
-the README's tenancy mode): the database then applies the labels to whatever the statement reads.
-The query text cannot be trusted to carry a condition, so on a root (or unauthenticated) connection
-a scoped call is refused, and a default filter, which only the retrievers' own queries can apply,
-is refused everywhere.
+the README's tenancy mode) whose labels are all among the caller's: the database then applies them
+to whatever the statement reads. The query text cannot be trusted to carry a condition, so on a
+root (or unauthenticated) connection a scoped call is refused, and a filter, which only the
+package's own queries can apply, is refused everywhere (:func:`scope_plan`).
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ from surrealdb import RecordID
 
 from .. import surql
 from ..errors import QueryExecutionError
+from ..retrieval.plan import SEARCH, Call, Plan, Query, arun, run
+from ..retrieval.scope import Scope
 from ..store import SurrealStore
 from .guard import MAX_CHARS, CheckedStatement, ReadonlyQueryError, check_readonly
-from .plan import Call, Plan, adrive, drive
 
 
 class ReadonlyLimits(BaseModel):
@@ -58,9 +59,10 @@ def readonly_plan(
     limits: ReadonlyLimits | None = None,
     access: Sequence[str] | None = None,
     filters: Mapping[str, Any] | None = None,
+    scope: Scope | None = None,
 ) -> Plan[ReadonlyQueryResult]:
     limits = limits or ReadonlyLimits()
-    check_scope(store, access, filters)
+    yield from scope_plan(store, Scope.of(scope, access=access, filters=filters))
     checked = check_readonly(statement, max_chars=limits.max_chars)
     explain = _render("readonly_explain", checked)
     started = time.perf_counter()
@@ -85,11 +87,12 @@ def run_readonly_query(
     limits: ReadonlyLimits | None = None,
     access: Sequence[str] | None = None,
     filters: Mapping[str, Any] | None = None,
+    scope: Scope | None = None,
 ) -> ReadonlyQueryResult:
     """Run one read-only SELECT written by a model (or a person); raises :class:`ReadonlyQueryError`
-    with the reason when it is refused or fails. ``access``: the caller's labels, which require a
-    record-user store (see the module docs)."""
-    return drive(readonly_plan(store, statement, limits=limits, access=access, filters=filters))
+    with the reason when it is refused or fails. ``access``, ``filters``, ``scope``: the caller's
+    scope, which only a record-user store can enforce (see the module docs and :func:`scope_plan`)."""
+    return run(store, readonly_plan(store, statement, limits=limits, access=access, filters=filters, scope=scope))
 
 
 async def arun_readonly_query(
@@ -99,44 +102,69 @@ async def arun_readonly_query(
     limits: ReadonlyLimits | None = None,
     access: Sequence[str] | None = None,
     filters: Mapping[str, Any] | None = None,
+    scope: Scope | None = None,
 ) -> ReadonlyQueryResult:
-    return await adrive(readonly_plan(store, statement, limits=limits, access=access, filters=filters))
+    return await arun(store, readonly_plan(store, statement, limits=limits, access=access, filters=filters, scope=scope))
 
 
-def check_scope(store: SurrealStore, access: Sequence[str] | None, filters: Mapping[str, Any] | None) -> None:
-    """Refuse a scoped caller on a connection that would let a free-form query read past its scope."""
-    if filters:
+def scope_plan(store: SurrealStore, scope: Scope) -> Plan[None]:
+    """Refuse a caller whose scope the database would not enforce on a free-form query.
+
+    - no restriction: any connection;
+    - a filter: refused everywhere (only the package's own queries can apply one);
+    - access labels: only on a store signed in as a record user (tenancy mode) whose own labels
+      are all among the caller's, so that what the database lets the statement read is inside
+      the caller's scope (a reader with labels the caller lacks would widen it).
+    """
+    if scope.filters:
         raise ReadonlyQueryError(
-            "a default filter cannot be applied to a model-written query; restrict the caller with access labels "
+            "a filter cannot be applied to a model-written query; restrict the caller with access labels "
             "enforced by the database (a record-user store) instead",
             "scope",
         )
-    if access is not None and store.config.access is None:
+    if scope.access is None and not scope.record_user:
+        return
+    if store.config.access is None:
         raise ReadonlyQueryError(
             "this caller is restricted to access labels, but the store is not signed in as a record user, so a "
             "model-written query could read other documents; open the store with access=<record access> and "
             "access_variables=... (the database-enforced tenancy mode) for scoped text-to-SurrealQL",
             "scope",
         )
+    if scope.access is not None:
+        labels = (yield Query("readonly_reader_labels"))[-1]
+        if not isinstance(labels, list):
+            raise ReadonlyQueryError(
+                "the store's record user has no `access` labels to compare with this caller's; sign in as a reader "
+                "of the tenancy mode (surreal_kgrag.tenancy.add_reader) for scoped text-to-SurrealQL",
+                "scope",
+            )
+        wider = sorted(set(labels) - set(scope.access))
+        if wider:
+            raise ReadonlyQueryError(
+                f"the store's reader may read documents labelled {wider}, which this caller's access labels exclude; "
+                "sign in as a reader whose labels are all among the caller's for scoped text-to-SurrealQL",
+                "scope",
+            )
 
 
 def _run(store: SurrealStore, name: str, text: str, failure: str, code: str) -> Call:
     """The step that runs ``text``; the engine's refusal comes back as a :class:`ReadonlyQueryError`
     raised by the step itself, so any plan driver reports it the same way."""
 
-    def run() -> list[Any]:
+    def execute() -> list[Any]:
         try:
             return store.query_text(name, text)
         except QueryExecutionError as error:
             raise ReadonlyQueryError(f"{failure}: {_reason(error)}", code) from error
 
-    async def arun() -> list[Any]:
+    async def aexecute() -> list[Any]:
         try:
             return await store.aquery_text(name, text)
         except QueryExecutionError as error:
             raise ReadonlyQueryError(f"{failure}: {_reason(error)}", code) from error
 
-    return Call(run, arun)
+    return Call(execute, aexecute, SEARCH)
 
 
 def _render(name: str, statement: CheckedStatement, **integers: int) -> str:

@@ -13,11 +13,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import QueryExecutionError
+from ..retrieval.plan import Plan, Query, arun, run
+from ..retrieval.scope import Scope
 from ..store import SurrealStore
-from .client import ChatReply, LLMClient, LLMReplyError, Message, parse_reply
+from .client import ChatReply, LLMClient, LLMReplyError, Message, chat, parse_reply
 from .guard import ALLOWED_NAMESPACES, ReadonlyQueryError
-from .plan import Call, Plan, adrive, chat, drive
-from .readonly import ReadonlyLimits, ReadonlyQueryResult, check_scope, readonly_plan, to_json
+from .readonly import ReadonlyLimits, ReadonlyQueryResult, readonly_plan, scope_plan, to_json
 from .settings import LLMSettings, LLMUsage
 
 # The tables a model may query, field by field, with what each holds (tests check these against the
@@ -129,14 +130,14 @@ class TextToSurqlError(ReadonlyQueryError):
 def statistics_plan(store: SurrealStore, top: int = 15) -> Plan[GraphStatistics]:
     """Table sizes, the concepts most documents mention, concept kinds and relation types."""
     params = {"top": top}
-    counts, concepts, kinds = yield Call(lambda: store.query("llm_graph_stats", params), lambda: store.aquery("llm_graph_stats", params))
+    counts, concepts, kinds = yield Query("llm_graph_stats", params)
     try:
-        relations = (yield Call(lambda: store.query("llm_relation_stats", params), lambda: store.aquery("llm_relation_stats", params)))[-1]
-        tables = {**counts, "RELATES_TO": sum(r["edges"] for r in relations)}
-    except QueryExecutionError as error:
+        relations = (yield Query("llm_relation_stats", params))[-1]
+    except QueryExecutionError as error:  # a store written before RELATES_TO was part of the schema
         if "does not exist" not in str(error):
             raise
-        relations, tables = [], dict(counts)
+        relations = []
+    tables = {**counts, "RELATES_TO": sum(r["edges"] for r in relations)} if relations else dict(counts)
     return GraphStatistics(tables=tables, top_concepts=to_json(concepts), concept_kinds=to_json(kinds), relation_types=to_json(relations))
 
 
@@ -160,7 +161,8 @@ def text_to_surql_plan(
         raise ReadonlyQueryError("the question is empty", "empty")
     if not 1 <= attempts <= 10:
         raise ReadonlyQueryError(f"attempts must be between 1 and 10, got {attempts}", "empty")
-    check_scope(store, access, filters)  # before any token is spent
+    scope = Scope.of(access=access, filters=filters)
+    yield from scope_plan(store, scope)  # before any token is spent
     stats = yield from statistics_plan(store)
     messages: list[Message] = [{"role": "system", "content": system_prompt(stats)}, {"role": "user", "content": question.strip()}]
     usage = LLMUsage()
@@ -176,7 +178,7 @@ def text_to_surql_plan(
             messages.append({"role": "user", "content": f'{error}. Reply with {{"query": "SELECT ..."}} only.'})
             continue
         try:
-            result: ReadonlyQueryResult = yield from readonly_plan(store, statement, limits=limits, access=access, filters=filters)
+            result: ReadonlyQueryResult = yield from readonly_plan(store, statement, limits=limits, scope=scope)
         except ReadonlyQueryError as error:
             tried.append(QueryAttempt(statement=statement, error=str(error)))
             messages.append({"role": "user", "content": f"That query was refused or failed: {error}\nWrite a corrected query."})
@@ -203,7 +205,7 @@ def text_to_surql(
     :class:`TextToSurqlError` (with every attempt) when none ran. ``access``/``filters``: as for
     :func:`~.readonly.run_readonly_query`."""
     client = llm if isinstance(llm, LLMClient) else LLMClient(llm)
-    return drive(text_to_surql_plan(question, store, client, attempts=attempts, limits=limits, access=access, filters=filters))
+    return run(store, text_to_surql_plan(question, store, client, attempts=attempts, limits=limits, access=access, filters=filters))
 
 
 async def atext_to_surql(
@@ -217,36 +219,15 @@ async def atext_to_surql(
     filters: Mapping[str, Any] | None = None,
 ) -> TextToSurqlResult:
     client = llm if isinstance(llm, LLMClient) else LLMClient(llm)
-    return await adrive(text_to_surql_plan(question, store, client, attempts=attempts, limits=limits, access=access, filters=filters))
+    return await arun(store, text_to_surql_plan(question, store, client, attempts=attempts, limits=limits, access=access, filters=filters))
 
 
-# -- the agent tool: the calling model writes the query itself --------------------------------------
-
-
-class ReadonlyQueryArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-    query: str = Field(min_length=1, max_length=4000, description="one SurrealQL SELECT statement (read-only)")
-    max_rows: int = Field(50, ge=1, le=500, description="rows returned at most")
+# -- the run_surql agent tool (surreal_kgrag.tools): the calling model writes the query itself ------
 
 
 def readonly_tool_description() -> str:
-    """The tool's description for the model: what it may write, and the schema."""
+    """The ``run_surql`` tool's description for the model: what it may write, and the schema."""
     return (
         "Run one read-only SurrealQL SELECT on the knowledge graph and get its rows. Use it for counts, lists and "
         "graph walks the other tools do not offer. " + RULES.split("Reply with")[0].strip() + "\n" + describe_tables(True)
     )
-
-
-def readonly_tool_plan(
-    store: SurrealStore,
-    args: ReadonlyQueryArgs,
-    *,
-    limits: ReadonlyLimits | None = None,
-    access: Sequence[str] | None = None,
-    filters: Mapping[str, Any] | None = None,
-) -> Plan[ReadonlyQueryResult]:
-    """The body of a ``run_surql`` agent tool: the caller's limits, narrowed by ``max_rows``."""
-    limits = limits or ReadonlyLimits()
-    narrowed = limits.model_copy(update={"rows": min(limits.rows, args.max_rows)})
-    return (yield from readonly_plan(store, args.query, limits=narrowed, access=access, filters=filters))

@@ -1,15 +1,20 @@
-"""The one sans-I/O mechanism behind every retriever and agent tool.
+"""The one sans-I/O mechanism behind every retriever, agent tool and LLM feature.
 
 A *plan* is a generator that yields the I/O it needs and receives the answers:
 
 - :class:`Query`: run ``surql/<name>.surql`` with bound params; the answer is one result per statement;
 - :class:`Concurrently`: several queries at once; the answer is a list of those answers;
-- :class:`Call`: anything else that may block (embedding a text, extracting concepts, reranking),
-  given as a function and, when it has one, its native async twin.
+- :class:`Call`: anything else that may block (embedding a text, extracting concepts, reranking,
+  a chat request to a model), given as a function and, when it has one, its native async twin;
+- :class:`Gather`: several calls at once, at most ``limit`` in flight; the answer lists each call's
+  value or the :class:`~surreal_kgrag.errors.KGRagError` it raised, so one failure does not stop
+  the others.
 
 It returns its result when it is done. :func:`run` drives a plan with blocking calls and
-:func:`arun` with awaited ones, so a retriever or a tool is written once for both, and a tool that
-searches simply ``yield from``\\ s the retriever's plan.
+:func:`arun` with awaited ones, so a retriever, a tool or an LLM feature is written once for both,
+and a tool that searches simply ``yield from``\\ s the retriever's plan. A step that raises has its
+exception thrown into the plan at the ``yield`` that asked for it: the plan may catch it (to retry,
+or to send a model its error) or let it propagate to the caller.
 """
 
 from __future__ import annotations
@@ -17,9 +22,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ..errors import ConfigurationError, KGRagError
 from ..store import SurrealStore
 from ..surql import CompiledFilter
 
@@ -50,54 +57,112 @@ class Call:
     timing: str = "call"
 
 
-Step = Query | Concurrently | Call
+@dataclass(frozen=True)
+class Gather:
+    """Several calls at once, at most ``limit`` in flight (worker threads under :func:`run`, tasks
+    under :func:`arun`). Its time is recorded under ``timing``."""
+
+    calls: tuple[Call, ...]
+    limit: int = 4
+    timing: str = "call"
+
+
+Step = Query | Concurrently | Call | Gather
 Plan = Generator[Step, Any, T]
 
 #: The bucket the time spent in queries is recorded under.
 SEARCH = "search"
 
 
-def run(store: SurrealStore, plan: Plan[T], timings: dict[str, float] | None = None) -> T:
-    """Drive ``plan`` with blocking calls; seconds spent per bucket are added to ``timings``."""
+def run(store: SurrealStore | None, plan: Plan[T], timings: dict[str, float] | None = None) -> T:
+    """Drive ``plan`` with blocking calls; seconds spent per bucket are added to ``timings``.
+    ``store`` answers the queries (None for a plan that makes none)."""
     timings = {} if timings is None else timings
     answer: Any = None
-    try:
-        while True:
-            step = plan.send(answer)
-            start = time.perf_counter()
-            if isinstance(step, Query):
-                answer = store.query(step.name, step.params, **step.placeholders)
-            elif isinstance(step, Concurrently):
-                answer = store.query_many([query.step() for query in step.queries])
-            else:
-                answer = step.run()
-            _add(timings, step, time.perf_counter() - start)
-    except StopIteration as done:
-        return done.value
+    error: Exception | None = None
+    while True:
+        try:
+            step = plan.throw(error) if error is not None else plan.send(answer)
+        except StopIteration as done:
+            return done.value
+        start = time.perf_counter()
+        try:
+            answer, error = _run(store, step), None
+        except Exception as raised:  # handed to the plan, which handles or re-raises it
+            answer, error = None, raised
+        _add(timings, step, time.perf_counter() - start)
 
 
-async def arun(store: SurrealStore, plan: Plan[T], timings: dict[str, float] | None = None) -> T:
+async def arun(store: SurrealStore | None, plan: Plan[T], timings: dict[str, float] | None = None) -> T:
     """Drive ``plan`` on the store's async connection; a ``Call`` without an async twin runs in a
     worker thread so it never blocks the event loop."""
     timings = {} if timings is None else timings
     answer: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            step = plan.throw(error) if error is not None else plan.send(answer)
+        except StopIteration as done:
+            return done.value
+        start = time.perf_counter()
+        try:
+            answer, error = await _arun(store, step), None
+        except Exception as raised:  # handed to the plan, which handles or re-raises it
+            answer, error = None, raised
+        _add(timings, step, time.perf_counter() - start)
+
+
+def _run(store: SurrealStore | None, step: Step) -> Any:
+    if isinstance(step, Query):
+        return _store(store, step).query(step.name, step.params, **step.placeholders)
+    if isinstance(step, Concurrently):
+        return _store(store, step).query_many([query.step() for query in step.queries])
+    if isinstance(step, Gather):
+        if len(step.calls) <= 1 or step.limit == 1:
+            return [_captured(call.run) for call in step.calls]
+        with ThreadPoolExecutor(max_workers=min(step.limit, len(step.calls)), thread_name_prefix="kgrag-plan") as pool:
+            return list(pool.map(lambda call: _captured(call.run), step.calls))
+    return step.run()
+
+
+async def _arun(store: SurrealStore | None, step: Step) -> Any:
+    if isinstance(step, Query):
+        return await _store(store, step).aquery(step.name, step.params, **step.placeholders)
+    if isinstance(step, Concurrently):
+        return await _store(store, step).aquery_many([query.step() for query in step.queries])
+    if isinstance(step, Gather):
+        semaphore = asyncio.Semaphore(max(1, step.limit))
+
+        async def bounded(call: Call) -> Any:
+            async with semaphore:
+                try:
+                    return await _acall(call)
+                except KGRagError as error:
+                    return error
+
+        return list(await asyncio.gather(*(bounded(call) for call in step.calls)))
+    return await _acall(step)
+
+
+async def _acall(call: Call) -> Any:
+    if call.arun is not None:
+        return await call.arun()
+    return await asyncio.to_thread(call.run)
+
+
+def _captured(run: Callable[[], Any]) -> Any:
     try:
-        while True:
-            step = plan.send(answer)
-            start = time.perf_counter()
-            if isinstance(step, Query):
-                answer = await store.aquery(step.name, step.params, **step.placeholders)
-            elif isinstance(step, Concurrently):
-                answer = await store.aquery_many([query.step() for query in step.queries])
-            elif step.arun is not None:
-                answer = await step.arun()
-            else:
-                answer = await asyncio.to_thread(step.run)
-            _add(timings, step, time.perf_counter() - start)
-    except StopIteration as done:
-        return done.value
+        return run()
+    except KGRagError as error:
+        return error
+
+
+def _store(store: SurrealStore | None, step: Step) -> SurrealStore:
+    if store is None:
+        raise ConfigurationError(f"this plan runs queries ({type(step).__name__}); drive it with a store")
+    return store
 
 
 def _add(timings: dict[str, float], step: Step, seconds: float) -> None:
-    bucket = step.timing if isinstance(step, Call) else SEARCH
+    bucket = step.timing if isinstance(step, (Call, Gather)) else SEARCH
     timings[bucket] = timings.get(bucket, 0.0) + seconds

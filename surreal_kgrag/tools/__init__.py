@@ -15,7 +15,7 @@ exception in the agent loop. ``invoke()`` / ``ainvoke()`` return the typed resul
 
 from __future__ import annotations
 
-from .catalogue import TOOLS, Tool, ToolContext
+from .catalogue import RUN_SURQL, TOOLS, Tool, ToolContext
 from .dispatcher import ToolDispatcher
 from .errors import (
     InvalidArgumentsError,
@@ -34,6 +34,9 @@ from .models import (
     ConceptDocuments,
     ConceptHit,
     ConceptInfo,
+    ConceptRelation,
+    ConceptRelations,
+    ConceptRelationsArgs,
     ConceptSearchResult,
     DocumentChunk,
     DocumentHit,
@@ -41,6 +44,7 @@ from .models import (
     DocumentView,
     GetDocumentArgs,
     Passage,
+    ReadonlyQueryArgs,
     RelatedConcept,
     RelatedConcepts,
     RelatedConceptsArgs,
@@ -50,6 +54,7 @@ from .models import (
 )
 
 __all__ = [
+    "RUN_SURQL",
     "TOOLS",
     "ChunkSearchResult",
     "ChunksForConceptArgs",
@@ -59,6 +64,9 @@ __all__ = [
     "ConceptDocuments",
     "ConceptHit",
     "ConceptInfo",
+    "ConceptRelation",
+    "ConceptRelations",
+    "ConceptRelationsArgs",
     "ConceptSearchResult",
     "DocumentChunk",
     "DocumentHit",
@@ -68,6 +76,7 @@ __all__ = [
     "InvalidArgumentsError",
     "NotFoundError",
     "Passage",
+    "ReadonlyQueryArgs",
     "RelatedConcept",
     "RelatedConcepts",
     "RelatedConceptsArgs",

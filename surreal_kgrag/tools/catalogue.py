@@ -20,6 +20,8 @@ from surrealdb import RecordID
 from ..embed import Embedder
 from ..extract import normalise_concept
 from ..ids import concept_id, document_id
+from ..llm.readonly import ReadonlyLimits, ReadonlyQueryResult, readonly_plan
+from ..llm.text2surql import readonly_tool_description
 from ..retrieval import BaseRetriever, Scope
 from ..retrieval.base import grow
 from ..retrieval.plan import Call, Plan, Query
@@ -33,6 +35,9 @@ from .models import (
     ConceptDocuments,
     ConceptHit,
     ConceptInfo,
+    ConceptRelation,
+    ConceptRelations,
+    ConceptRelationsArgs,
     ConceptSearchResult,
     DocumentChunk,
     DocumentHit,
@@ -40,6 +45,7 @@ from .models import (
     DocumentView,
     GetDocumentArgs,
     Passage,
+    ReadonlyQueryArgs,
     RelatedConcept,
     RelatedConcepts,
     RelatedConceptsArgs,
@@ -53,11 +59,13 @@ _SUGGESTIONS = 5  # nearest concepts offered when a concept name is not found
 
 
 class ToolContext(Protocol):
-    """What a tool's plan works with: the dispatcher's retriever, embedder and scope."""
+    """What a tool's plan works with: the dispatcher's retriever, embedder and scope, and the
+    limits of ``run_surql``."""
 
     retriever: BaseRetriever
     embedder: Embedder
     scope: Scope
+    surql_limits: ReadonlyLimits
 
 
 def _query(context: ToolContext, name: str, params: dict[str, Any], **integers: int) -> Query:
@@ -168,6 +176,33 @@ def _related_concepts(context: ToolContext, args: RelatedConceptsArgs) -> Plan[B
     return RelatedConcepts(concept=concept, related=[RelatedConcept(**{**row, "id": _key(row["id"])}) for row in rows])
 
 
+def _concept_relations(context: ToolContext, args: ConceptRelationsArgs) -> Plan[BaseModel]:
+    concept, rid = yield from _resolve_concept(context, args.concept)
+    rows = (yield _query(context, "tool_concept_relations", {"concept": rid, "limit": args.limit}))[-1]
+    relations = [
+        ConceptRelation(
+            type=row["type"],
+            subject=row["subject"],
+            object=row["object"],
+            in_ontology=row["in_ontology"],
+            chunk_id=_key(row["chunk"]),
+            document_id=_key(row["document"]),
+            document_title=row.get("title"),
+            evidence=row.get("evidence") or "",
+        )
+        for row in rows
+    ]
+    return ConceptRelations(concept=concept, relations=relations)
+
+
+def _run_surql(context: ToolContext, args: ReadonlyQueryArgs) -> Plan[BaseModel]:
+    """The statement the calling model wrote, through the read-only guard, within the caller's
+    scope (refused when the database would not enforce it: :func:`~surreal_kgrag.llm.readonly.scope_plan`)
+    and the dispatcher's limits narrowed by ``max_rows``."""
+    limits = context.surql_limits.model_copy(update={"rows": min(context.surql_limits.rows, args.max_rows)})
+    return (yield from readonly_plan(context.retriever.store, args.query, limits=limits, scope=context.scope))
+
+
 def _get_document(context: ToolContext, args: GetDocumentArgs) -> Plan[BaseModel]:
     rows = (
         yield _query(
@@ -254,6 +289,15 @@ TOOLS: tuple[Tool, ...] = (
         _related_concepts,
     ),
     Tool(
+        "concept_relations",
+        "Typed relations of a concept (born_in, capital_of, discovered...), outgoing and incoming, each with the "
+        "passage it was read from. Only knowledge bases ingested with an LLM extractor have them; otherwise the "
+        "list is empty and related_concepts is the way to follow connections.",
+        ConceptRelationsArgs,
+        ConceptRelations,
+        _concept_relations,
+    ),
+    Tool(
         "get_document",
         "Read one document: title, source, metadata and its passages in order, a page at a time "
         "(first_chunk, max_chunks; chunk_count is the total).",
@@ -262,6 +306,10 @@ TOOLS: tuple[Tool, ...] = (
         _get_document,
     ),
 )
+
+#: Offered only when asked for (``ToolDispatcher(allow_surql=True)``, ``surreal-kgrag-mcp --allow-surql``):
+#: it runs SurrealQL the calling model writes, read-only, within limits and the caller's scope.
+RUN_SURQL = Tool("run_surql", readonly_tool_description(), ReadonlyQueryArgs, ReadonlyQueryResult, _run_surql)
 
 _SCHEMA_MAPS = frozenset({"properties", "$defs", "patternProperties"})
 

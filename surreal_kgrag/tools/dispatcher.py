@@ -11,10 +11,11 @@ from pydantic import BaseModel, ValidationError
 
 from ..embed import Embedder, resolve_embedder
 from ..errors import ConfigurationError, KGRagError
+from ..llm.readonly import ReadonlyLimits
 from ..retrieval import BaseRetriever, Scope, make_retriever
 from ..retrieval import plan as plans
 from ..store import SurrealStore
-from .catalogue import TOOLS, Tool
+from .catalogue import RUN_SURQL, TOOLS, Tool
 from .errors import InvalidArgumentsError, UnknownToolError, error_payload
 from .models import ToolArguments
 
@@ -28,7 +29,10 @@ class ToolDispatcher:
     must be on ``store``), otherwise ``make_retriever(mode, store, embedder=embedder)``. Every tool
     reads within the retriever's scope narrowed by ``scope`` (see :class:`~surreal_kgrag.Scope`):
     a dispatcher can restrict what its retriever sees, never widen it. ``tools`` limits the
-    catalogue to some names. Nothing touches the database until the first call.
+    catalogue to some names. ``allow_surql=True`` also offers ``run_surql``, which runs a
+    read-only SurrealQL statement the model writes, within ``surql_limits``; a scoped dispatcher
+    runs it only where the database enforces the scope (a record-user store), and refuses
+    otherwise. Nothing touches the database until the first call.
     """
 
     def __init__(
@@ -40,6 +44,8 @@ class ToolDispatcher:
         mode: str = "chunk",
         tools: Iterable[str] | None = None,
         scope: Scope | None = None,
+        allow_surql: bool = False,
+        surql_limits: ReadonlyLimits | None = None,
     ) -> None:
         if retriever is not None and retriever.store is not store:
             raise ConfigurationError("the retriever given to ToolDispatcher must be on the dispatcher's store")
@@ -47,11 +53,13 @@ class ToolDispatcher:
         self.retriever = retriever if retriever is not None else make_retriever(mode, store, embedder=embedder)
         self.embedder = self.retriever.embedder if embedder is None else resolve_embedder(embedder)
         self.scope = self.retriever.scope.narrow(scope)
-        catalogue = {tool.name: tool for tool in TOOLS}
+        self.surql_limits = surql_limits or ReadonlyLimits()
+        catalogue = {tool.name: tool for tool in (*TOOLS, RUN_SURQL) if allow_surql or tool is not RUN_SURQL}
         wanted = list(catalogue) if tools is None else list(tools)
         unknown = sorted(set(wanted) - set(catalogue))
         if unknown:
-            raise ConfigurationError(f"unknown tools {unknown}: choose from {list(catalogue)}")
+            hint = " (run_surql needs allow_surql=True)" if RUN_SURQL.name in unknown and not allow_surql else ""
+            raise ConfigurationError(f"unknown tools {unknown}: choose from {list(catalogue)}{hint}")
         self.tools = {name: catalogue[name] for name in wanted}
 
     def __repr__(self) -> str:

@@ -13,6 +13,7 @@ from ..errors import (
     SchemaMismatchError,
     StoreConnectionError,
 )
+from ..llm.guard import ReadonlyQueryError
 
 
 class ToolError(KGRagError):
@@ -54,6 +55,8 @@ def error_payload(error: KGRagError) -> dict[str, Any]:
     """``{"error": {"type", "message", "details"}}`` for an error raised by a tool."""
     if isinstance(error, ToolError):
         kind, details = error.type, error.details
+    elif isinstance(error, ReadonlyQueryError):  # run_surql: the rule the statement broke
+        kind, details = "query_refused", {"code": error.code}
     else:
         kind = next((name for cls, name in _ERROR_TYPES if isinstance(error, cls)), ToolError.type)
         details = {}

@@ -55,6 +55,15 @@ class RelatedConceptsArgs(_ConceptArgs):
     limit: int = Field(10, ge=1, le=MAX_K, description="at most this many related concepts")
 
 
+class ConceptRelationsArgs(_ConceptArgs):
+    limit: int = Field(20, ge=1, le=MAX_K, description="at most this many relations")
+
+
+class ReadonlyQueryArgs(ToolArguments):
+    query: str = Field(min_length=1, max_length=4000, description="one SurrealQL SELECT statement (read-only)")
+    max_rows: int = Field(50, ge=1, le=500, description="rows returned at most")
+
+
 class GetDocumentArgs(ToolArguments):
     # Document ids are keys: " a" and "a" are different documents.
     model_config = ConfigDict(str_strip_whitespace=False)
@@ -150,6 +159,22 @@ class RelatedConcept(BaseModel):
 class RelatedConcepts(BaseModel):
     concept: ConceptInfo
     related: list[RelatedConcept]
+
+
+class ConceptRelation(BaseModel):
+    type: str = Field(description="the relation, e.g. born_in")
+    subject: str = Field(description="the subject concept's name")
+    object: str = Field(description="the object concept's name")
+    in_ontology: bool = Field(description="false: kept although the extraction ontology does not allow it")
+    chunk_id: str = Field(description="the passage the relation was read from")
+    document_id: str
+    document_title: str | None
+    evidence: str = Field(description="the text of that passage")
+
+
+class ConceptRelations(BaseModel):
+    concept: ConceptInfo
+    relations: list[ConceptRelation] = Field(description="outgoing and incoming, by type; empty when none were extracted")
 
 
 class DocumentChunk(BaseModel):
