@@ -104,8 +104,12 @@ def _all_keys(node, parent=None):
 def test_schemas_are_openai_functions_and_valid_json_schema(tools):
     schemas = tools.schemas()
     assert [s["function"]["name"] for s in schemas] == [
-        "search_chunks", "search_concepts", "chunks_for_concept", "documents_for_concept", "related_concepts", "get_document",
+        "search_chunks", "search_concepts", "chunks_for_concept", "documents_for_concept", "related_concepts",
+        "concept_relations", "get_document",
     ]
+    # run_surql only when asked for; its schema obeys the same rules.
+    schemas = ToolDispatcher(tools.store, embedder=tools.embedder, allow_surql=True).schemas()
+    assert [s["function"]["name"] for s in schemas] == [s["function"]["name"] for s in tools.schemas()] + ["run_surql"]
     for schema in schemas:
         assert set(schema) == {"type", "function"} and schema["type"] == "function"
         function = schema["function"]
@@ -123,7 +127,8 @@ def test_schemas_are_openai_functions_and_valid_json_schema(tools):
     assert by_name["search_chunks"]["properties"]["k"] == {
         "default": 5, "description": "how many documents to return, best first", "maximum": 50, "minimum": 1, "type": "integer",
     }
-    assert by_name["related_concepts"]["required"] == ["concept"]
+    assert by_name["related_concepts"]["required"] == ["concept"] == by_name["concept_relations"]["required"]
+    assert by_name["run_surql"]["required"] == ["query"]
     assert by_name["get_document"]["required"] == ["document_id"]
     assert by_name["get_document"]["properties"]["max_chunks"]["maximum"] == 100
 
