@@ -158,23 +158,37 @@ class TextStore:
 
     # -- reads -----------------------------------------------------------------------------------
 
-    def get(self, ids: Sequence[str]) -> list[StoredText]:
-        """The texts with these ids, in the order asked; missing ids (or ids outside the scope) are left out."""
-        return plans.run(self.store, self._get(ids))
+    def get(self, ids: Sequence[str], *, filters: Mapping[str, Any] | None = None) -> list[StoredText]:
+        """The texts with these ids, in the order asked; missing ids (or ids outside the scope or
+        ``filters``) are left out."""
+        return plans.run(self.store, self._get(ids, filters))
 
-    async def aget(self, ids: Sequence[str]) -> list[StoredText]:
-        return await plans.arun(self.store, self._get(ids))
+    async def aget(self, ids: Sequence[str], *, filters: Mapping[str, Any] | None = None) -> list[StoredText]:
+        return await plans.arun(self.store, self._get(ids, filters))
 
     def search(
-        self, query: str | None = None, *, embedding: Sequence[float] | None = None, k: int = 4, filters: Mapping[str, Any] | None = None
+        self,
+        query: str | None = None,
+        *,
+        embedding: Sequence[float] | None = None,
+        k: int = 4,
+        filters: Mapping[str, Any] | None = None,
+        ids: Sequence[str] | None = None,
     ) -> list[StoredText]:
-        """The ``k`` texts nearest to ``query`` (or to ``embedding``), best first, scored."""
-        return plans.run(self.store, self._search(query, embedding, k, filters))
+        """The ``k`` texts nearest to ``query`` (or to ``embedding``), best first, scored; ``ids``
+        limits the search to those texts."""
+        return plans.run(self.store, self._search(query, embedding, k, _only(filters, ids)))
 
     async def asearch(
-        self, query: str | None = None, *, embedding: Sequence[float] | None = None, k: int = 4, filters: Mapping[str, Any] | None = None
+        self,
+        query: str | None = None,
+        *,
+        embedding: Sequence[float] | None = None,
+        k: int = 4,
+        filters: Mapping[str, Any] | None = None,
+        ids: Sequence[str] | None = None,
     ) -> list[StoredText]:
-        return await plans.arun(self.store, self._search(query, embedding, k, filters))
+        return await plans.arun(self.store, self._search(query, embedding, k, _only(filters, ids)))
 
     def mmr(
         self,
@@ -190,7 +204,7 @@ class TextStore:
         the similarity of a text's best chunk to the query, redundancy its similarity to the texts
         already picked; ``lambda_mult`` 1 ranks by relevance alone, 0 by diversity alone. Each
         text's score is its similarity to the query."""
-        return plans.run(self.store, self._search(query, embedding, k, filters, mmr=(fetch_k, lambda_mult)))
+        return plans.run(self.store, self._search(query, embedding, k, _only(filters, None), mmr=(fetch_k, lambda_mult)))
 
     async def ammr(
         self,
@@ -202,7 +216,7 @@ class TextStore:
         lambda_mult: float = 0.5,
         filters: Mapping[str, Any] | None = None,
     ) -> list[StoredText]:
-        return await plans.arun(self.store, self._search(query, embedding, k, filters, mmr=(fetch_k, lambda_mult)))
+        return await plans.arun(self.store, self._search(query, embedding, k, _only(filters, None), mmr=(fetch_k, lambda_mult)))
 
     # -- plans -----------------------------------------------------------------------------------
 
@@ -212,15 +226,15 @@ class TextStore:
             self._ready = bool((yield Query("store_meta"))[-1])
         return self._ready
 
-    def _get(self, ids: Sequence[str]) -> Plan[list[StoredText]]:
+    def _get(self, ids: Sequence[str], filters: Mapping[str, Any] | None) -> Plan[list[StoredText]]:
         keys = _keys(ids)
         if not keys or not (yield from self._initialised()):
             return []
-        found = yield from self._read(keys)
+        found = yield from self._read(keys, metadata_filter(filters))
         return [found[key] for key in dict.fromkeys(keys) if key in found]
 
-    def _read(self, keys: Sequence[str]) -> Plan[dict[str, StoredText]]:
-        condition = self.scope.compile()
+    def _read(self, keys: Sequence[str], filters: Mapping[str, Any] | None = None) -> Plan[dict[str, StoredText]]:
+        condition = self.scope.restrict(filters)
         params = {"ids": [document_id(key) for key in keys], **condition.params}
         rows = (yield Query("vector_texts", params, {"filter": condition}))[-1]
         return {
@@ -253,7 +267,7 @@ class TextStore:
         result = yield from retriever.plan(
             query or VECTOR_QUERY,
             k=k,
-            filters=metadata_filter(filters),
+            filters=filters,
             embedding=None if embedding is None else [float(x) for x in embedding],
         )
         if not result.documents:
@@ -316,6 +330,15 @@ def _key(position: int, key: Any) -> str:
     if not isinstance(key, str) or not key:
         raise ConfigurationError(f"id {position} must be a non-empty string, got {key!r}")
     return key
+
+
+def _only(filters: Mapping[str, Any] | None, ids: Sequence[str] | None) -> dict[str, Any] | None:
+    """A search filter in the core language: ``filters`` on metadata, and the texts in ``ids``."""
+    spec = metadata_filter(filters)
+    if ids is None:
+        return spec
+    restrict = {"id": {"$in": _keys(ids)}} if ids else {"$not": {"id": {"$exists": True}}}
+    return restrict if spec is None else {"$and": [spec, restrict]}
 
 
 def _keys(ids: Sequence[str]) -> list[str]:

@@ -16,7 +16,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from surreal_kgrag import ChunkHit, RetrievedDocument
 
-from .base import BOOKKEEPING_KEYS
+from llama_index.retrievers.surreal_kgrag.base import BOOKKEEPING_KEYS
 
 
 class SurrealKGRerankPostprocessor(BaseNodePostprocessor):
