@@ -29,7 +29,7 @@ PAGE = """<!DOCTYPE html>
   <h1 id="question"></h1>
   <div class="legend">
     <span><i class="dot" style="background:#333"></i>question</span>
-    <span><i class="dot" style="background:#3a9a5b"></i>concept (similarity)</span>
+    <span><i class="dot" style="background:#3a9a5b"></i>concept (similarity, or weight when the question names it)</span>
     <span><i class="dot" style="background:#4a7bd0"></i>chunk (score)</span>
     <span><i class="dot" style="background:#d0503a"></i>document (score)</span>
     <span id="summary"></span>
@@ -51,9 +51,10 @@ PAGE = """<!DOCTYPE html>
   kinds.forEach(function (k) {
     columns[k].sort(function (a, b) { return (b.score === null ? -9 : b.score) - (a.score === null ? -9 : a.score); });
   });
-  var rowHeight = 34, width = Math.max(1000, window.innerWidth || 1000), top = 30;
-  var tallest = Math.max.apply(null, kinds.map(function (k) { return columns[k].length; }));
-  var height = top * 2 + Math.max(1, tallest) * rowHeight;
+  var width = Math.max(1000, window.innerWidth || 1000), top = 30;
+  var tallest = Math.max(1, Math.max.apply(null, kinds.map(function (k) { return columns[k].length; })));
+  var rowHeight = Math.max(34, Math.min(90, 480 / tallest));
+  var height = top * 2 + tallest * rowHeight;
   var svg = document.getElementById("graph");
   svg.setAttribute("width", width); svg.setAttribute("height", height);
   svg.setAttribute("viewBox", "0 0 " + width + " " + height);
@@ -79,7 +80,8 @@ PAGE = """<!DOCTYPE html>
     var mid = (a.x + b.x) / 2;
     var d = "M" + a.x + "," + a.y + " C" + mid + "," + a.y + " " + mid + "," + b.y + " " + b.x + "," + b.y;
     var w = e.score === null ? 1 : 1 + 3 * Math.max(0, Math.min(1, e.score));
-    var p = el("path", { d: d, "class": "edge " + e.channel, "stroke-width": w, "data-source": e.source, "data-target": e.target }, edgeLayer);
+    var p = el("path", { d: d, "class": "edge " + e.channel, "stroke-width": w,
+                         "data-source": e.source, "data-target": e.target }, edgeLayer);
     var t = el("title", {}, p); t.textContent = e.channel + fmt(e.score);
     edgeEls.push(p);
   });
@@ -90,7 +92,7 @@ PAGE = """<!DOCTYPE html>
                       "data-score": n.score === null ? "" : n.score, transform: "translate(" + p.x + "," + p.y + ")" }, nodeLayer);
     var r = n.kind === "query" ? 11 : 5 + 6 * Math.max(0, Math.min(1, n.score === null ? 0.3 : n.score));
     el("circle", { r: r, fill: colours[n.kind] }, g);
-    var label = el("text", { x: r + 5, y: 4 }, g);
+    var label = n.kind === "query" ? el("text", { x: -r, y: -r - 8 }, g) : el("text", { x: r + 5, y: 4 }, g);
     label.textContent = short(n.label, n.kind === "query" ? 60 : 34) + fmt(n.score);
     var tip = el("title", {}, g); tip.textContent = n.label + fmt(n.score) + (n.detail ? "\\n\\n" + n.detail : "");
     g.addEventListener("mouseenter", function () {

@@ -41,7 +41,7 @@ from .retrieval.plan import Plan, Query
 from .store import SurrealStore, checked_int
 from .wire import without_nulls
 
-__all__ = ["StoredText", "TextStore", "VectorWriteError", "metadata_filter"]
+__all__ = ["StoredText", "TextStore", "VectorWriteError", "awrite_documents", "metadata_filter", "write_documents"]
 
 #: The query label of a search given only a vector (a retrieval result always names its query).
 VECTOR_QUERY = "<vector>"
@@ -134,18 +134,16 @@ class TextStore:
         self, texts: Sequence[str], metadatas: Sequence[Mapping[str, Any] | None] | None = None, ids: Sequence[str | None] | None = None
     ) -> list[str]:
         """Write ``texts`` (one document each) and return their ids, in order."""
-        documents, keys = self._documents(texts, metadatas, ids)
-        if not documents:
-            return []
-        return self._stored(self.ingestor.ingest(documents), keys)
+        keys = write_documents(self.ingestor, self._documents(texts, metadatas, ids))
+        self._ready = self._ready or bool(keys)
+        return keys
 
     async def aadd(
         self, texts: Sequence[str], metadatas: Sequence[Mapping[str, Any] | None] | None = None, ids: Sequence[str | None] | None = None
     ) -> list[str]:
-        documents, keys = self._documents(texts, metadatas, ids)
-        if not documents:
-            return []
-        return self._stored(await self.ingestor.aingest(documents), keys)
+        keys = await awrite_documents(self.ingestor, self._documents(texts, metadatas, ids))
+        self._ready = self._ready or bool(keys)
+        return keys
 
     def delete(self, ids: Sequence[str] | None = None, *, filters: Mapping[str, Any] | None = None) -> int:
         """Delete the texts with these ids (or, with ``ids=None``, every text matching ``filters``
@@ -296,7 +294,7 @@ class TextStore:
         texts: Sequence[str],
         metadatas: Sequence[Mapping[str, Any] | None] | None,
         ids: Sequence[str | None] | None,
-    ) -> tuple[list[SourceDocument], list[str]]:
+    ) -> list[SourceDocument]:
         if isinstance(texts, str):
             raise ConfigurationError("add takes a list of texts, not one string")
         texts = list(texts)
@@ -316,14 +314,36 @@ class TextStore:
             documents.append(
                 SourceDocument(key=key, text=text, source=f"{self.source}:{key}", metadata=dict(metadata or {}), access=self.labels)
             )
-        return documents, keys
+        return documents
 
-    def _stored(self, summary: IngestSummary, keys: list[str]) -> list[str]:
-        self._ready = True
-        if summary.failures:
-            failed = {failure.source for failure in summary.failures}
-            raise VectorWriteError(summary.failures, [key for key in keys if f"{self.source}:{key}" not in failed])
+
+def write_documents(ingestor: Ingestor, documents: Sequence[SourceDocument]) -> list[str]:
+    """Ingest ``documents`` and return their keys, in order; when some could not be written (the
+    others are), raise :class:`VectorWriteError` naming them."""
+    documents = list(documents)
+    if not documents:
+        return []
+    summary = ingestor.ingest(documents)
+    return plans.run(ingestor.store, _written(summary, documents))
+
+
+async def awrite_documents(ingestor: Ingestor, documents: Sequence[SourceDocument]) -> list[str]:
+    documents = list(documents)
+    if not documents:
+        return []
+    summary = await ingestor.aingest(documents)
+    return await plans.arun(ingestor.store, _written(summary, documents))
+
+
+def _written(summary: IngestSummary, documents: list[SourceDocument]) -> Plan[list[str]]:
+    keys = [doc.key for doc in documents]
+    if not summary.failures:
         return keys
+    # Which ones made it: the stored version is the one given (a failed update keeps the old one).
+    rows = (yield Query("document_hashes", {"ids": [document_id(key) for key in dict.fromkeys(keys)]}))[-1]
+    stored = {str(row["id"].id): row["content_hash"] for row in rows}
+    written = [doc.key for doc in documents if stored.get(doc.key) == doc.content_hash]
+    raise VectorWriteError(summary.failures, written)
 
 
 def _key(position: int, key: Any) -> str:

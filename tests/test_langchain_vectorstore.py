@@ -74,6 +74,10 @@ def test_scores_filters_and_relevance(kg):
     assert [d.id for d in kg.similarity_search("Warsaw", k=6, filter={"year": {"$gte": 1900}, "field": "physics"})] == ["curie-nobel"]
     tagged = kg.similarity_search("Warsaw", k=6, filter={"$or": [{"tags": {"$contains": "baroque"}}, {"year": {"$lt": 1800}}]})
     assert [d.id for d in tagged] == ["bach"]
+    # langchain-surrealdb's spelling: custom_filter (equality on metadata) and score_threshold.
+    assert {d.id for d in kg.similarity_search("Warsaw", k=6, custom_filter={"field": "geography"})} == {"vistula", "danube"}
+    high = kg.similarity_search_with_score("Which river flows through Warsaw?", k=6, score_threshold=scored[1][1])
+    assert [d.id for d, _ in high] == [d.id for d, _ in scored[:2]]
     with pytest.raises(FilterError):
         kg.similarity_search("Warsaw", filter={"year": {"$near": 3}})
     with pytest.raises(TypeError, match="unexpected keyword"):

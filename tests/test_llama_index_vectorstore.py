@@ -28,7 +28,7 @@ from llama_index.vector_stores.surreal_kgrag import SurrealKGVectorStore
 from surreal_kgrag import SurrealStore, get_stats, make_retriever
 
 HOTPOTQA = Path("/work/shared/bench/hotpotqa")
-PASSAGES = 300
+PASSAGES = 200
 
 
 def _hotpot() -> tuple[list[dict], list[dict]]:
@@ -69,7 +69,8 @@ def test_query_engine_over_hotpotqa_returns_source_nodes(hotpot):
     for query in queries[:10]:
         response = engine.query(query["question"])
         nodes = response.source_nodes
-        assert len(nodes) == 5 and all(n.score is not None for n in nodes)
+        assert len(nodes) == 5, (query["question"], [t.id for t in vector_store.texts.search(query["question"], k=5)])
+        assert all(n.score is not None for n in nodes)
         assert [n.score for n in nodes] == sorted((n.score for n in nodes), reverse=True)
         found += bool({n.node.node_id for n in nodes} & set(query["gold_ids"]))
     assert found >= 7  # MiniLM finds a gold passage in the top 5 for most HotpotQA questions
@@ -101,7 +102,7 @@ def test_metadata_filters(hotpot):
     assert len(even) == 10 and all(int(i.split("-")[1]) % 2 == 0 for i in even)
     low = ids(MetadataFilters(filters=[MetadataFilter(key="position", value=10, operator=FilterOperator.LT)]), k=20)
     assert sorted(low) == sorted(p["id"] for p in passages[:10])
-    titles = [passages[3]["title"], passages[250]["title"]]
+    titles = [passages[3]["title"], passages[150]["title"]]
     either = MetadataFilters(
         filters=[
             MetadataFilter(key="title", value=titles, operator=FilterOperator.IN),

@@ -2,7 +2,14 @@
 
 from .answer import create_answer_runnable
 from .retrievers import SurrealKGRetriever
-from .vectorstores import SurrealKGVectorStore
 from .tools import KnowledgeGraphSearchInput, create_kg_search_tool, format_documents
+from .vectorstores import SurrealKGVectorStore
 
-__all__ = ["KnowledgeGraphSearchInput", "SurrealKGRetriever", "SurrealKGVectorStore", "create_answer_runnable", "create_kg_search_tool", "format_documents"]
+__all__ = [
+    "KnowledgeGraphSearchInput",
+    "SurrealKGRetriever",
+    "SurrealKGVectorStore",
+    "create_answer_runnable",
+    "create_kg_search_tool",
+    "format_documents",
+]

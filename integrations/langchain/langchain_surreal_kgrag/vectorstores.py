@@ -53,7 +53,7 @@ class SurrealKGVectorStore(VectorStore):
         username: str | None = None,
         password: str | None = None,
         access: Sequence[str] | None = None,
-        filter: Mapping[str, Any] | None = None,  # noqa: A002 - LangChain's name for it
+        filter: Mapping[str, Any] | None = None,
         labels: Sequence[str] | None = None,
         extractor: Any = None,
         ingest_config: IngestConfig | None = None,
@@ -94,14 +94,15 @@ class SurrealKGVectorStore(VectorStore):
     # -- writes ----------------------------------------------------------------------------------
 
     def add_texts(
-        self, texts: Iterable[str], metadatas: list[dict] | None = None, *, ids: list[str | None] | None = None, **kwargs: Any
+        self, texts: Iterable[str], metadatas: list[dict] | None = None, *, ids: list[str] | None = None, **kwargs: Any
     ) -> list[str]:
-        """Store each text as one document; returns the ids (given, or a new uuid4 where None)."""
+        """Store each text as one document; returns the ids (given, or a new uuid4 where an id is None:
+        ``add_documents`` passes each Document's ``id``, which may be None)."""
         _no_extra(kwargs, "add_texts")
         return self.texts.add(list(texts), metadatas, ids)
 
     async def aadd_texts(
-        self, texts: Iterable[str], metadatas: list[dict] | None = None, *, ids: list[str | None] | None = None, **kwargs: Any
+        self, texts: Iterable[str], metadatas: list[dict] | None = None, *, ids: list[str] | None = None, **kwargs: Any
     ) -> list[str]:
         _no_extra(kwargs, "aadd_texts")
         return await self.texts.aadd(list(texts), metadatas, ids)
@@ -131,26 +132,31 @@ class SurrealKGVectorStore(VectorStore):
         return [doc for doc, _ in await self.asimilarity_search_with_score(query, k, **kwargs)]
 
     def similarity_search_with_score(self, query: str, k: int = DEFAULT_K, **kwargs: Any) -> list[tuple[Document, float]]:
+        """The ``k`` nearest documents with their cosine similarity (-1 .. 1); ``filter=`` on
+        metadata, ``score_threshold=`` the lowest similarity returned."""
+        kwargs, threshold = _threshold(kwargs)
         found = self.texts.search(query, k=k, filters=_filter_only(kwargs, "similarity_search"))
-        return [(_document(item), _score(item)) for item in found]
+        return [(_document(item), _score(item)) for item in _above(found, threshold)]
 
     async def asimilarity_search_with_score(self, query: str, k: int = DEFAULT_K, **kwargs: Any) -> list[tuple[Document, float]]:
+        kwargs, threshold = _threshold(kwargs)
         found = await self.texts.asearch(query, k=k, filters=_filter_only(kwargs, "similarity_search"))
-        return [(_document(item), _score(item)) for item in found]
+        return [(_document(item), _score(item)) for item in _above(found, threshold)]
 
     def similarity_search_by_vector(self, embedding: list[float], k: int = DEFAULT_K, **kwargs: Any) -> list[Document]:
-        found = self.texts.search(embedding=embedding, k=k, filters=_filter_only(kwargs, "similarity_search_by_vector"))
-        return [_document(item) for item in found]
+        return [doc for doc, _ in self.similarity_search_by_vector_with_score(embedding, k, **kwargs)]
 
     async def asimilarity_search_by_vector(self, embedding: list[float], k: int = DEFAULT_K, **kwargs: Any) -> list[Document]:
+        kwargs, threshold = _threshold(kwargs)
         found = await self.texts.asearch(embedding=embedding, k=k, filters=_filter_only(kwargs, "similarity_search_by_vector"))
-        return [_document(item) for item in found]
+        return [_document(item) for item in _above(found, threshold)]
 
     def similarity_search_by_vector_with_score(
         self, embedding: list[float], k: int = DEFAULT_K, **kwargs: Any
     ) -> list[tuple[Document, float]]:
+        kwargs, threshold = _threshold(kwargs)
         found = self.texts.search(embedding=embedding, k=k, filters=_filter_only(kwargs, "similarity_search_by_vector"))
-        return [(_document(item), _score(item)) for item in found]
+        return [(_document(item), _score(item)) for item in _above(found, threshold)]
 
     def _select_relevance_score_fn(self) -> Any:
         return _relevance
@@ -193,7 +199,7 @@ class SurrealKGVectorStore(VectorStore):
         embedding: Embeddings,
         metadatas: list[dict] | None = None,
         *,
-        ids: list[str | None] | None = None,
+        ids: list[str] | None = None,
         **kwargs: Any,
     ) -> SurrealKGVectorStore:
         """A store (``kwargs`` are the constructor's: ``db_url``, ``store``, ``access``...) with ``texts`` added."""
@@ -208,7 +214,7 @@ class SurrealKGVectorStore(VectorStore):
         embedding: Embeddings,
         metadatas: list[dict] | None = None,
         *,
-        ids: list[str | None] | None = None,
+        ids: list[str] | None = None,
         **kwargs: Any,
     ) -> SurrealKGVectorStore:
         store = cls(embedding, **kwargs)
@@ -230,11 +236,25 @@ def _relevance(similarity: float) -> float:
 
 
 def _filter_only(kwargs: dict[str, Any], method: str) -> Any:
-    """The ``filter`` keyword; any other keyword is an error, never silently dropped."""
+    """The ``filter`` keyword (``custom_filter``, langchain-surrealdb's equality filter, is ANDed
+    with it); any other keyword is an error, never silently dropped."""
     kwargs = dict(kwargs)
-    spec = kwargs.pop("filter", None)
+    specs = [spec for spec in (kwargs.pop("filter", None), kwargs.pop("custom_filter", None)) if spec]
     _no_extra(kwargs, method)
-    return spec
+    if len(specs) > 1:
+        return {"$and": specs}
+    return specs[0] if specs else None
+
+
+def _threshold(kwargs: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
+    """``score_threshold``: the lowest cosine similarity returned (taken out of ``kwargs``)."""
+    kwargs = dict(kwargs)
+    threshold = kwargs.pop("score_threshold", None)
+    return kwargs, None if threshold is None else float(threshold)
+
+
+def _above(found: list[StoredText], threshold: float | None) -> list[StoredText]:
+    return found if threshold is None else [item for item in found if (item.score or 0.0) >= threshold]
 
 
 def _no_extra(kwargs: Mapping[str, Any], method: str) -> None:

@@ -14,7 +14,6 @@ from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
-from llama_index.core.vector_stores.types import MetadataFilters
 from llama_index.core.schema import (
     BaseNode,
     NodeRelationship,
@@ -24,6 +23,7 @@ from llama_index.core.schema import (
     RelatedNodeInfo,
     TextNode,
 )
+from llama_index.core.vector_stores.types import MetadataFilters
 
 from surreal_kgrag import ChunkHit, IngestConfig, IngestSummary, RetrievalResult, RetrievedDocument, Scope
 from surreal_kgrag.lazy import LazyRetriever
@@ -83,7 +83,8 @@ class SurrealKGRetriever(BaseRetriever):
                 raise ValueError(f"give similarity_top_k ({similarity_top_k}) or its deprecated alias k ({k}), not both")
             similarity_top_k = k
         self.mode = mode
-        self.similarity_top_k = checked_int("similarity_top_k", DEFAULT_TOP_K if similarity_top_k is None else similarity_top_k, maximum=1000)
+        top_k = DEFAULT_TOP_K if similarity_top_k is None else similarity_top_k
+        self.similarity_top_k = checked_int("similarity_top_k", top_k, maximum=1000)
         self.max_chunks_per_document = checked_int("max_chunks_per_document", max_chunks_per_document)
         core_filters = to_core_filter(filters) if isinstance(filters, MetadataFilters) else filters
         self.scope = Scope(access=access, filters=core_filters)
@@ -96,8 +97,6 @@ class SurrealKGRetriever(BaseRetriever):
             password=password,
             embedder=embedder,
             k=self.similarity_top_k,
-            filters=core_filters,
-            access=access,
             reranker=reranker,
             options=retriever_options,
         )
@@ -121,7 +120,8 @@ class SurrealKGRetriever(BaseRetriever):
     def from_retriever(cls, retriever: CoreRetriever, **kwargs: Any) -> SurrealKGRetriever:
         """Wrap a core retriever (its store, mode, embedder and ``k``); the caller keeps owning the
         store. ``access`` / ``filters`` given here narrow its scope; store settings are refused."""
-        refused = sorted(set(kwargs) & {"db_url", "namespace", "database", "username", "password", "embedder", "retriever_options", "reranker"})
+        core_settings = {"db_url", "namespace", "database", "username", "password", "embedder", "retriever_options", "reranker"}
+        refused = sorted(set(kwargs) & core_settings)
         if refused:
             raise TypeError(f"from_retriever() uses the core retriever's own settings; remove {refused}")
         kwargs.setdefault("similarity_top_k", retriever.config.k)
@@ -136,8 +136,9 @@ class SurrealKGRetriever(BaseRetriever):
 
     @property
     def core(self) -> CoreRetriever:
-        """The core retriever, built (with its store) on first use: the constructor never connects."""
-        return self._lazy.retriever
+        """The core retriever, built (with its store) on first use (the constructor never connects),
+        narrowed to this retriever's ``access`` and ``filters``."""
+        return self._lazy.retriever.narrowed(self.scope)
 
     # -- retrieval -------------------------------------------------------------------------------
 
@@ -148,8 +149,7 @@ class SurrealKGRetriever(BaseRetriever):
         return self._to_nodes(await self.core.asearch(query_bundle.query_str, **self._search_args(query_bundle)))
 
     def _search_args(self, query_bundle: QueryBundle) -> dict[str, Any]:
-        # Already the built retriever's scope; a wrapped one (from_retriever) is narrowed to it.
-        args: dict[str, Any] = {"k": self.similarity_top_k, "scope": self.scope}
+        args: dict[str, Any] = {"k": self.similarity_top_k}
         if query_bundle.embedding is not None:
             args["embedding"] = list(query_bundle.embedding)
         return args

@@ -223,8 +223,8 @@ def _result(found: list[StoredText]) -> VectorStoreQueryResult:
 
 def _filters(query: VectorStoreQuery) -> dict[str, Any] | None:
     parts = [spec for spec in (to_core_filter(query.filters),) if spec]
-    if query.doc_ids is not None:
-        parts.append({"metadata.ref_doc_id": {"$in": list(query.doc_ids)}} if query.doc_ids else {"$not": {"id": {"$exists": True}}})
+    if query.doc_ids:  # an empty list restricts nothing, as in LlamaIndex's own stores
+        parts.append({"metadata.ref_doc_id": {"$in": list(query.doc_ids)}})
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else {"$and": parts}
@@ -241,7 +241,7 @@ def _search_args(query: VectorStoreQuery) -> dict[str, Any]:
         "embedding": query.query_embedding,
         "k": query.similarity_top_k,
         "filters": _filters(query),
-        "ids": query.node_ids,
+        "ids": query.node_ids or None,
     }
 
 
