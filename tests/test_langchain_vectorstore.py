@@ -139,3 +139,19 @@ def test_bad_input_is_reported_and_the_rest_stored(kg):
     assert [d.id for d in kg.get_by_ids(["blank", "chopin"])] == ["chopin"]
     with pytest.raises(ValueError, match="one of each"):
         kg.add_texts(["a", "b"], ids=["only-one"])
+
+
+def test_documents_ingested_without_keep_text_read_back_as_their_chunks(kg, minilm, spacy_extractor):
+    from surreal_kgrag import IngestConfig, Ingestor
+    from surreal_kgrag.chunking import SentenceChunker
+    from surreal_kgrag.loaders import from_text
+
+    text = "Warsaw is the capital of Poland.   It lies on the Vistula.\n\nKrakow was the capital before it."
+    config = IngestConfig(chunker=SentenceChunker(max_tokens=10, overlap_tokens=0))
+    Ingestor(kg.store, embedder=minilm, extractor=spacy_extractor, config=config).ingest([from_text(text, key="plain")])
+    [document] = kg.get_by_ids(["plain"])
+    # No exact text was kept: the chunks in order, joined by newlines (whitespace between them is lost).
+    assert document.page_content.split("\n") == [
+        "Warsaw is the capital of Poland.", "It lies on the Vistula.", "Krakow was the capital before it."
+    ]
+    assert kg.store.query("vector_texts", {"ids": []}, filter=kg.texts.scope.compile())[-1] == []
