@@ -124,7 +124,8 @@ class SurrealKGRetriever(BaseRetriever):
         refused = sorted(set(kwargs) & core_settings)
         if refused:
             raise TypeError(f"from_retriever() uses the core retriever's own settings; remove {refused}")
-        kwargs.setdefault("similarity_top_k", retriever.config.k)
+        if "k" not in kwargs:  # the deprecated alias, when given, sets it
+            kwargs.setdefault("similarity_top_k", retriever.config.k)
         instance = cls(mode=retriever.mode, **kwargs)
         instance._lazy = LazyRetriever.wrap(retriever)
         return instance
