@@ -48,7 +48,7 @@ def main() -> None:
         summary = ingestor.ingest(DATA)
         print(f"store: {args.db}, {summary.added} added / {summary.skipped} unchanged documents from {DATA.name}/")
 
-        retriever = SurrealKGRetriever.from_retriever(make_retriever(args.mode, store, embedder=ingestor.embedder), k=args.k)
+        retriever = SurrealKGRetriever.from_retriever(make_retriever(args.mode, store, embedder=ingestor.embedder), similarity_top_k=args.k)
         engine = RetrieverQueryEngine.from_args(retriever, llm=llm())
         response = engine.query(args.question)
 

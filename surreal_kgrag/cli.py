@@ -180,6 +180,10 @@ def cmd_query(args: argparse.Namespace) -> int:
         f"({result.search_ms:.1f} ms in the database, {result.embed_ms + result.analyze_ms:.0f} ms embedding and "
         "analysing the question, the first load of the models included)"
     )
+    if args.graph:
+        from .graph_view import write_graph
+
+        print(f"graph view written to {write_graph(result, args.graph)}", file=sys.stderr)
     _emit(args, result, "\n".join(lines))
     return EXIT_OK
 
@@ -307,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
         "default: no label restriction)",
     )
     query.add_argument("--explain", action="store_true", help="show the paths (query -> concept -> chunk -> document)")
+    query.add_argument("--graph", metavar="OUT.html", help="also write the result as a graph page (self-contained HTML)")
     query.set_defaults(func=cmd_query)
 
     evaluate = commands.add_parser("eval", parents=[common], help="recall@k and latency per mode on a benchmark")

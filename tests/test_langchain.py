@@ -16,7 +16,7 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests, ToolsI
 from langchain_tests.unit_tests import ToolsUnitTests
 
 from langchain_surreal_kgrag import SurrealKGRetriever, create_kg_search_tool
-from surreal_kgrag import ConfigurationError, Ingestor, StoreConnectionError, SurrealStore
+from surreal_kgrag import ConfigurationError, Ingestor, StoreConnectionError, SurrealStore, get_stats
 from surreal_kgrag.retrieval import RETRIEVERS, make_retriever
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
@@ -169,9 +169,9 @@ def test_from_retriever_and_add_documents_on_a_mem_store(minilm, spacy_extractor
             Document(id="bikes", page_content="A bicycle chain transfers power from the pedals to the wheel."),
             Document(id="rivers", page_content="The Danube flows through Vienna, Budapest and Belgrade."),
         ]
-        summary = retriever.add_documents(docs, extractor=spacy_extractor)
-        assert (summary.added, summary.failed) == (3, 0)
-        assert retriever.add_documents(docs, extractor=spacy_extractor).skipped == 3
+        assert retriever.add_documents(docs, extractor=spacy_extractor) == ["tea", "bikes", "rivers"]
+        assert retriever.add_documents(docs, extractor=spacy_extractor) == ["tea", "bikes", "rivers"]  # unchanged: skipped
+        assert get_stats(store).documents == 3
 
         found = retriever.invoke("Which river passes through Budapest?")
         assert found[0].id == "rivers"
@@ -185,12 +185,12 @@ def test_from_retriever_and_add_documents_on_a_mem_store(minilm, spacy_extractor
 async def test_aadd_documents(minilm, spacy_extractor):
     async with SurrealStore("mem://") as store:
         retriever = SurrealKGRetriever.from_retriever(make_retriever("chunk", store, embedder=minilm))
-        summary = await retriever.aadd_documents(
-            [Document(id="a", page_content="Owls hunt at night."), Document(id="b", page_content="Bees make honey.")],
+        ids = await retriever.aadd_documents(
+            [Document(id="a", page_content="Owls hunt at night."), Document(page_content="Bees make honey.")],
             extractor=spacy_extractor,
         )
-        assert summary.added == 2
-        assert (await retriever.ainvoke("honey", k=1))[0].id == "b"
+        assert ids[0] == "a" and ids[1].startswith("langchain:")
+        assert (await retriever.ainvoke("honey", k=1))[0].id == ids[1]
 
 
 def test_tool_returns_numbered_passages_and_documents(kg_url):
@@ -206,3 +206,45 @@ def test_langchain_core_retriever_tool_works_with_it(retriever):
     tool = create_retriever_tool(retriever, "kg", "knowledge graph", response_format="content_and_artifact")
     message = tool.invoke(ToolCall(name="kg", args={"query": QUESTION}, id="1", type="tool_call"))
     assert len(message.artifact) == 4 and "Warsaw" in message.content
+
+
+# -- conventions ---------------------------------------------------------------------------------
+
+
+def test_from_retriever_refuses_what_it_cannot_honour(kg_url, minilm):
+    with SurrealStore(kg_url) as store:
+        core = make_retriever("chunk", store, embedder=minilm, k=3)
+        for argument in ({"reranker": object()}, {"db_url": kg_url}, {"embedder": minilm}, {"retriever_options": {"ef": 10}}):
+            with pytest.raises(TypeError, match="from_retriever"):
+                SurrealKGRetriever.from_retriever(core, **argument)
+        narrowed = SurrealKGRetriever.from_retriever(core, k=2, filters={"source": {"$ne": "nowhere"}}, max_chunks_per_document=1)
+        docs = narrowed.invoke(QUESTION)
+        assert len(docs) == 2 and all(len(d.metadata["chunk_ids"]) == 1 for d in docs)
+        nothing = SurrealKGRetriever.from_retriever(core, access=[])  # access narrows the core: [] sees nothing
+        assert nothing.invoke(QUESTION) == [] and nothing.core.search(QUESTION).documents == []
+        with pytest.raises(ValueError, match="from_retriever"):
+            narrowed.mode = "concept"
+
+
+def test_changing_fields_takes_effect(kg_url):
+    retriever = SurrealKGRetriever(db_url=kg_url, mode="chunk", k=2)
+    try:
+        assert retriever.invoke(QUESTION)[0].metadata["mode"] == "chunk"
+        retriever.mode = "concept"  # a core field: a new core
+        assert {d.metadata["mode"] for d in retriever.invoke(QUESTION)} == {"concept"}
+        retriever.k = 1
+        assert len(retriever.invoke(QUESTION)) == 1
+        warsaw = str(EXAMPLES / "warsaw.txt")
+        retriever.filters = {"source": warsaw}
+        assert [d.id for d in retriever.invoke(QUESTION, k=3)] == [warsaw]
+        assert [d.id for d in retriever.core.search(QUESTION, k=3).documents] == [warsaw]  # the answer runnables read .core
+        retriever.filters = None
+        assert len(retriever.invoke(QUESTION, k=3)) == 3
+        with pytest.raises(ValueError, match="takes a string"):  # the FilterError, as pydantic reports it
+            retriever.filters = {"title": {"$gt": 5}}
+        with pytest.raises(ValueError, match="unknown operator"):
+            SurrealKGRetriever(db_url=kg_url, filters={"year": {"$near": 1}})
+        with pytest.raises(ValueError):
+            retriever.k = 0
+    finally:
+        retriever.close()

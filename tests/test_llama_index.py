@@ -1,5 +1,6 @@
 """The LlamaIndex integration on the real embedded SurrealDB with the real spaCy and MiniLM models:
-nodes and their relationships, query engines, the retriever tool, reranking as a postprocessor."""
+nodes and their relationships, LlamaIndex's conventions (similarity_top_k, MetadataFilters, from_defaults),
+query engines, the retriever tool, reranking as a postprocessor."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeRelationship, ObjectType, QueryBundle
 from llama_index.core.tools import RetrieverTool
-from llama_index.retrievers.surreal_kgrag import SurrealKGRerankPostprocessor, SurrealKGRetriever
+from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
+from llama_index.postprocessor.surreal_kgrag import SurrealKGRerankPostprocessor
+from llama_index.retrievers.surreal_kgrag import SurrealKGRetriever, UnsupportedFilterError
 from surrealdb import RecordID
 
 from surreal_kgrag import IngestConfig, Ingestor, RetrievedDocument, StoreConnectionError, SurrealStore
@@ -90,10 +93,59 @@ def test_previous_and_next_point_at_existing_neighbours(retriever, store):
             assert NodeRelationship.NEXT not in rels
 
 
-def test_neighbours_can_be_turned_off(store, minilm):
-    retriever = SurrealKGRetriever.from_retriever(make_retriever("chunk", store, embedder=minilm), neighbours=False)
-    for result in retriever.retrieve("Danube delta on the Black Sea"):
-        assert NodeRelationship.NEXT not in result.node.relationships
+@pytest.mark.parametrize("mode", sorted(RETRIEVERS))
+def test_chunk_counts_come_with_the_search(store, minilm, mode):
+    """NEXT needs each document's chunk count: every mode's search query returns it (no second query)."""
+    result = make_retriever(mode, store, embedder=minilm, k=3).search("Which cities does the Danube flow through?")
+    stored = store.query("get_document", {"ids": [RecordID("document", "danube")]})[-1][0]["chunks"]
+    counts = {doc.id: doc.chunk_count for doc in result.documents}
+    assert counts["danube"] == len(stored) and all(isinstance(n, int) and n >= 1 for n in counts.values())
+
+
+def test_similarity_top_k_is_the_number_of_nodes(store, minilm):
+    core = make_retriever("chunk", store, embedder=minilm)
+    for top_k in (1, 2, 5, 7):
+        nodes = SurrealKGRetriever.from_retriever(core, similarity_top_k=top_k).retrieve("Danube river cities Vienna Budapest")
+        assert len(nodes) == top_k
+        assert [n.score for n in nodes] == sorted((n.score for n in nodes), reverse=True)
+    with pytest.warns(DeprecationWarning, match="similarity_top_k"):
+        legacy = SurrealKGRetriever.from_retriever(core, k=2)
+    assert legacy.similarity_top_k == 2 and len(legacy.retrieve("Danube")) == 2
+    with pytest.raises(TypeError, match="db_url"):
+        SurrealKGRetriever.from_retriever(core, db_url="mem://")
+
+
+def test_metadata_filters(store, minilm):
+    core = make_retriever("chunk", store, embedder=minilm)
+
+    def documents(filters, top_k=10):
+        nodes = SurrealKGRetriever.from_retriever(core, similarity_top_k=top_k, filters=filters).retrieve("rivers and science in Europe")
+        return {n.node.ref_doc_id for n in nodes}
+
+    europe = MetadataFilters(filters=[MetadataFilter(key="region", value="Europe")])
+    assert documents(europe) == {"danube"}
+    either = MetadataFilters(
+        filters=[MetadataFilter(key="region", value="Europe"), MetadataFilter(key="title", value="Danube", operator=FilterOperator.NE)],
+        condition=FilterCondition.OR,
+    )
+    assert documents(either) >= {"danube", str(EXAMPLES / "warsaw.txt")}  # the example files have no title key
+    nested = MetadataFilters(
+        filters=[
+            MetadataFilter(key="region", value=["Asia", "Europe"], operator=FilterOperator.IN),
+            MetadataFilters(filters=[MetadataFilter(key="title", value="Danube")], condition=FilterCondition.NOT),
+        ]
+    )
+    assert documents(nested) == set()
+    missing = MetadataFilters(filters=[MetadataFilter(key="region", value=None, operator=FilterOperator.IS_EMPTY)])
+    assert "danube" not in documents(missing) and len(documents(missing)) >= 5
+    with pytest.raises(UnsupportedFilterError, match="TEXT_MATCH"):
+        SurrealKGRetriever.from_retriever(core, filters=MetadataFilters(filters=[MetadataFilter(key="t", value="x", operator=FilterOperator.TEXT_MATCH)]))
+
+
+def test_from_defaults(store, minilm):
+    retriever = SurrealKGRetriever.from_defaults("mem://", mode="concept", similarity_top_k=3, embedder=minilm)
+    assert retriever.similarity_top_k == 3 and retriever.mode == "concept"
+    assert SurrealKGRetriever.from_defaults().similarity_top_k == 4
 
 
 def test_query_bundle_embedding_is_used(retriever, minilm):
@@ -110,8 +162,10 @@ async def test_async_retrieve_matches_sync(retriever):
 
 
 def test_max_chunks_per_document(store, minilm):
-    retriever = SurrealKGRetriever.from_retriever(make_retriever("chunk", store, embedder=minilm, k=1), max_chunks_per_document=2)
-    results = retriever.retrieve("Danube river cities Vienna Budapest Belgrade")
+    one = SurrealKGRetriever.from_retriever(make_retriever("chunk", store, embedder=minilm), similarity_top_k=3, max_chunks_per_document=1)
+    assert len({r.node.ref_doc_id for r in one.retrieve("Danube river cities Vienna Budapest Belgrade")}) == 3
+    two = SurrealKGRetriever.from_retriever(make_retriever("chunk", store, embedder=minilm), similarity_top_k=2, max_chunks_per_document=2)
+    results = two.retrieve("Danube river cities Vienna Budapest Belgrade")
     assert len(results) == 2 and {r.node.ref_doc_id for r in results} == {"danube"}
     assert results[0].score >= results[1].score
 
@@ -211,7 +265,7 @@ def test_constructor_does_not_connect():
 
 def test_db_url_construction_on_a_file_store(tmp_path, minilm, spacy_extractor):
     url = f"surrealkv://{tmp_path / 'kg'}"
-    retriever = SurrealKGRetriever(url, mode="chunk", k=2, embedder=minilm)
+    retriever = SurrealKGRetriever(url, mode="chunk", similarity_top_k=2, embedder=minilm)
     retriever.add_documents([Document(text="Warsaw is the capital of Poland.", doc_id="warsaw")], extractor=spacy_extractor)
     assert retriever.retrieve("capital of Poland")[0].node.ref_doc_id == "warsaw"
     retriever.close()

@@ -127,7 +127,7 @@ def test_llama_index_node_scores_are_the_cores_chunk_scores(build):
     from llama_index.retrievers.surreal_kgrag import SurrealKGRetriever
 
     core = build("hybrid")
-    nodes = SurrealKGRetriever.from_retriever(core, k=3).retrieve(QUESTION)
+    nodes = SurrealKGRetriever.from_retriever(core, similarity_top_k=3).retrieve(QUESTION)
     expected = {c.id: (c.score, d.score) for d in core.search(QUESTION, k=3).documents for c in d.chunks}
     assert nodes and {n.node.node_id for n in nodes} <= set(expected)
     for node in nodes:

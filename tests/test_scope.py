@@ -321,8 +321,8 @@ async def test_llama_index_retriever_takes_access(url, store, build, minilm, ora
     pytest.importorskip("llama_index.retrievers.surreal_kgrag", reason="install integrations/llama_index (scripts/setup.sh does)")
     from llama_index.retrievers.surreal_kgrag import SurrealKGRetriever
 
-    built = SurrealKGRetriever(url, mode=mode, k=20, embedder=minilm, access=["public"])
-    wrapped = SurrealKGRetriever.from_retriever(build(mode), k=20, access=["public"])
+    built = SurrealKGRetriever(url, mode=mode, similarity_top_k=20, embedder=minilm, access=["public"])
+    wrapped = SurrealKGRetriever.from_retriever(build(mode), similarity_top_k=20, access=["public"])
     try:
         for retriever in (built, wrapped):
             for nodes in (retriever.retrieve(SECRET_QUESTION), await retriever.aretrieve(SECRET_QUESTION)):

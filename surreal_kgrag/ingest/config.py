@@ -41,4 +41,9 @@ class IngestConfig(BaseModel):
         True,
         description="embed and full-text index each chunk under its document title (a passage often names its subject only there)",
     )
+    keep_text: bool = Field(
+        False,
+        description="also store each document's exact text (chunks are trimmed and overlap); the vector stores set it, "
+        "so a document reads back exactly as it was added",
+    )
     show_progress: bool | None = Field(None, description="progress bar; None shows it when stderr is a terminal")

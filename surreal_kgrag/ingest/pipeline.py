@@ -339,7 +339,9 @@ class _Run:
             for work in batch.works:
                 work.vectors = [next(vectors) for _ in work.chunks]
             metadata = ingestor._metadata_extractor
-            batch.prepared = [prepare(work, metadata.extract_document(work.doc)) for work in batch.works]
+            batch.prepared = [
+                prepare(work, metadata.extract_document(work.doc), keep_text=self.config.keep_text) for work in batch.works
+            ]
             batch.works = []  # the prepared records hold everything from here on
         with self._timed("concepts"):
             batch.new_concepts = self._new_concepts(batch.prepared)

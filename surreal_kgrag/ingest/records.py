@@ -54,9 +54,9 @@ def in_context(doc: SourceDocument, text: str, title_in_context: bool) -> str:
     return text
 
 
-def prepare(work: DocumentWork, doc_concepts: list[ConceptMention]) -> PreparedDocument:
+def prepare(work: DocumentWork, doc_concepts: list[ConceptMention], *, keep_text: bool = False) -> PreparedDocument:
     """Records of one document whose chunks went through the models; ``doc_concepts`` (its metadata
-    concepts) are linked to every chunk."""
+    concepts) are linked to every chunk; ``keep_text`` stores the exact text on the document too."""
     doc = work.doc
     doc_id = document_id(doc.key)
     access = list(doc.access)
@@ -72,6 +72,7 @@ def prepare(work: DocumentWork, doc_concepts: list[ConceptMention]) -> PreparedD
             "metadata": wire.with_nulls(doc.metadata),
             "access": access,
             "chunk_count": len(work.chunks),
+            "text": doc.text if keep_text else None,
         },
         chunks=[],
         texts=[],

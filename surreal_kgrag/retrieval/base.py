@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -104,6 +105,15 @@ class BaseRetriever:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(store={self.store!r}, k={self.config.k})"
+
+    def narrowed(self, scope: Scope | None) -> BaseRetriever:
+        """This retriever (same store, embedder, config, reranker and caches) reading within its
+        scope narrowed by ``scope``; itself when ``scope`` is None."""
+        if scope is None or scope.unrestricted:
+            return self
+        clone = copy.copy(self)
+        clone.scope = self.scope.narrow(scope)
+        return clone
 
     # -- public API ------------------------------------------------------------------------------
 

@@ -67,6 +67,7 @@ def _document(row: Mapping[str, Any], aggregate: str) -> RetrievedDocument:
         title=row.get("title"),
         source=row.get("source") or "",
         metadata=row.get("metadata") or {},
+        chunk_count=row.get("chunk_count"),
         score=float(score),
         chunks=chunks,
         provenance=provenance,

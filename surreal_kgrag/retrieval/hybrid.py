@@ -171,6 +171,7 @@ class HybridRetriever(BaseRetriever):
                     title=row.get("title"),
                     source=row.get("source") or "",
                     metadata=row.get("metadata") or {},
+                    chunk_count=row.get("chunk_count"),
                     score=score,
                     chunks=[
                         chunk_from(chunks[c], hits, chunk_scores[c])

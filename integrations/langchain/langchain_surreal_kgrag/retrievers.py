@@ -13,14 +13,25 @@ from typing import Any
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
+from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
-from surreal_kgrag import IngestConfig, IngestSummary, RetrievedDocument, Scope
+from surreal_kgrag import IngestConfig, RetrievedDocument, Scope
 from surreal_kgrag.lazy import LazyRetriever
+from surreal_kgrag.loaders import from_langchain
 from surreal_kgrag.retrieval import BaseRetriever as CoreRetriever
+from surreal_kgrag.retrieval.filters import compile_filter
 from surreal_kgrag.store import checked_int
+from surreal_kgrag.vectors import awrite_documents, write_documents
 
 CHUNK_SEPARATOR = "\n\n"
+#: A filter in the core's language (``surreal_kgrag.retrieval.filters``), e.g. ``{"metadata.year": {"$gte": 2000}}``.
+Filter = dict[str, Any]
+#: Fields the core retriever is built from: setting one on a built retriever builds a new core
+#: (closing the store this retriever opened). ``k``, ``filters``, ``access`` and
+#: ``max_chunks_per_document`` are read on every call and need no rebuild.
+CORE_FIELDS = frozenset(
+    {"db_url", "mode", "namespace", "database", "username", "password", "embedder", "reranker", "retriever_options"}
+)
 
 
 class SurrealKGRetriever(BaseRetriever):
@@ -39,9 +50,15 @@ class SurrealKGRetriever(BaseRetriever):
     first) and ``chunk_ids`` (the chunks in ``page_content``). The keys listed win over stored
     metadata keys of the same name. ``access`` and ``filters`` bound everything it reads; a call's
     ``filters`` narrow them (see ``surreal_kgrag.Scope``).
+
+    Fields are validated on assignment too. Setting a field the core is built from (``CORE_FIELDS``:
+    ``db_url``, ``mode``, the sign-in settings, ``embedder``, ``reranker``, ``retriever_options``)
+    builds a new core on the next call; ``k``, ``filters``, ``access`` and
+    ``max_chunks_per_document`` apply from the next call. A retriever made by
+    :meth:`from_retriever` wraps the caller's core: its core fields cannot be set.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
 
     db_url: str | None = Field(
         None, description="mem://, surrealkv://path, ws(s):// or http(s)://; None: $SURREAL_KGRAG_URL or the default embedded store"
@@ -56,7 +73,9 @@ class SurrealKGRetriever(BaseRetriever):
         None,
         description="None (MiniLM), a model name, 'openai:<model>', a LangChain Embeddings or a core Embedder; must match the store's",
     )
-    filters: Any = Field(None, description="metadata filter passed unchanged to the core, e.g. {'metadata.year': {'$gte': 2000}}")
+    filters: Filter | None = Field(
+        None, description="a filter every document read must match, e.g. {'metadata.year': {'$gte': 2000}} (checked when set)"
+    )
     access: list[str] | None = Field(
         None,
         description="access labels: only documents carrying one of them are ever read (None: no label restriction, []: nothing)",
@@ -68,9 +87,20 @@ class SurrealKGRetriever(BaseRetriever):
     max_chunks_per_document: int = Field(3, ge=1, description="chunks of a document joined into page_content")
 
     _lazy: LazyRetriever = PrivateAttr()
+    _wrapped: bool = PrivateAttr(default=False)
+
+    @field_validator("filters")
+    @classmethod
+    def _check_filters(cls, value: Filter | None) -> Filter | None:
+        compile_filter(value)  # a bad filter fails here, not on the first search
+        return value
 
     def model_post_init(self, context: Any, /) -> None:
-        self._lazy = LazyRetriever(
+        self._lazy = self._build()
+
+    def _build(self) -> LazyRetriever:
+        # The scope (access, filters) is applied per call, so changing it needs no new core.
+        return LazyRetriever(
             self.mode,
             url=self.db_url,
             namespace=self.namespace,
@@ -79,24 +109,41 @@ class SurrealKGRetriever(BaseRetriever):
             password=self.password.get_secret_value() if self.password else None,
             embedder=self.embedder,
             k=self.k,
-            filters=self.filters,
-            access=self.access,
             reranker=self.reranker,
             options=self.retriever_options,
         )
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in CORE_FIELDS and getattr(self, "_wrapped", False):
+            raise ValueError(
+                f"{name} of a retriever made by from_retriever() is the wrapped core retriever's; build a new one instead"
+            )
+        super().__setattr__(name, value)
+        if name in CORE_FIELDS:
+            old, self._lazy = self._lazy, self._build()
+            old.close()
+
     @classmethod
     def from_retriever(cls, retriever: CoreRetriever, **kwargs: Any) -> SurrealKGRetriever:
-        """Wrap a core retriever (its store, mode, embedder and ``k``); the caller keeps owning the store."""
+        """Wrap a core retriever (its store, mode, embedder, reranker and ``k``); the caller keeps
+        owning the store. ``k``, ``access``, ``filters`` (both narrow the core's scope) and
+        ``max_chunks_per_document`` may be given; the core's own settings may not."""
+        refused = sorted(set(kwargs) & CORE_FIELDS)
+        if refused:
+            raise TypeError(
+                f"from_retriever() takes the core retriever's own {', '.join(refused)}; "
+                "set them on the core retriever, or build SurrealKGRetriever(...) from settings"
+            )
         kwargs.setdefault("k", retriever.config.k)
         instance = cls(mode=retriever.mode, **kwargs)
         instance._lazy = LazyRetriever.wrap(retriever)
+        instance._wrapped = True
         return instance
 
     @property
     def core(self) -> CoreRetriever:
-        """The core retriever, built (with its store) on first use."""
-        return self._lazy.retriever
+        """The core retriever, built (with its store) on first use, narrowed to ``access`` and ``filters``."""
+        return self._lazy.retriever.narrowed(Scope(access=self.access, filters=self.filters))
 
     # -- retrieval -------------------------------------------------------------------------------
 
@@ -106,7 +153,7 @@ class SurrealKGRetriever(BaseRetriever):
         *,
         run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
-        filters: Any = None,
+        filters: Filter | None = None,
     ) -> list[Document]:
         result = self.core.search(query, **self._search_args(k, filters))
         return [self._to_document(doc, result.mode) for doc in result.documents]
@@ -117,18 +164,15 @@ class SurrealKGRetriever(BaseRetriever):
         *,
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
-        filters: Any = None,
+        filters: Filter | None = None,
     ) -> list[Document]:
         result = await self.core.asearch(query, **self._search_args(k, filters))
         return [self._to_document(doc, result.mode) for doc in result.documents]
 
-    def _search_args(self, k: int | None, filters: Any) -> dict[str, Any]:
+    def _search_args(self, k: int | None, filters: Filter | None) -> dict[str, Any]:
         args: dict[str, Any] = {"k": self.k if k is None else checked_int("k", k, maximum=1000)}
         if filters is not None:
             args["filters"] = filters
-        if self.access is not None or self.filters is not None:
-            # Already the built retriever's scope; a wrapped one (from_retriever) is narrowed to it.
-            args["scope"] = Scope(access=self.access, filters=self.filters)
         return args
 
     def _to_document(self, doc: RetrievedDocument, mode: str) -> Document:
@@ -150,18 +194,21 @@ class SurrealKGRetriever(BaseRetriever):
 
     def add_documents(
         self, documents: Iterable[Document], *, extractor: Any = None, config: IngestConfig | None = None
-    ) -> IngestSummary:
-        """Ingest LangChain ``Document``s into this retriever's store with its embedder.
+    ) -> list[str]:
+        """Ingest LangChain ``Document``s into this retriever's store with its embedder; returns the
+        ids stored, in order.
 
-        A document's key is its ``id`` when set (re-adding it updates it in place), otherwise a hash
-        of its text. ``extractor`` picks the concept extractor (default: spaCy).
+        A document's id is its ``id`` when set (re-adding it updates it in place), otherwise a hash
+        of its text. ``metadata["access"]`` (a list of labels) becomes its access labels.
+        ``extractor`` picks the concept extractor (default: spaCy). When some documents cannot be
+        stored, the others are and ``surreal_kgrag.vectors.VectorWriteError`` names them.
         """
-        return self._lazy.ingestor(extractor, config).ingest(list(documents))
+        return write_documents(self._lazy.ingestor(extractor, config), [from_langchain(d) for d in documents])
 
     async def aadd_documents(
         self, documents: Iterable[Document], *, extractor: Any = None, config: IngestConfig | None = None
-    ) -> IngestSummary:
-        return await self._lazy.ingestor(extractor, config).aingest(list(documents))
+    ) -> list[str]:
+        return await awrite_documents(self._lazy.ingestor(extractor, config), [from_langchain(d) for d in documents])
 
     def close(self) -> None:
         """Close the store if this retriever opened it (not one given through ``from_retriever``)."""

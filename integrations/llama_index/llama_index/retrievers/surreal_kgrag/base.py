@@ -1,14 +1,15 @@
 """``SurrealKGRetriever``: a LlamaIndex retriever over a surreal-kgrag store.
 
-All retrieval logic is the core's (``surreal_kgrag.retrieve``); this module translates its typed
-results into LlamaIndex nodes. ``k`` counts *documents*, as in the core; each document contributes
-its best matching chunks as ``TextNode``s (at most ``max_chunks_per_document``), so a query returns
-up to ``k * max_chunks_per_document`` nodes, grouped by document rank, best chunk first.
+All retrieval logic is the core's (``surreal_kgrag.retrieval``); this module translates its typed
+results into LlamaIndex nodes. ``similarity_top_k`` counts *nodes* (chunks), as in LlamaIndex: the
+core ranks that many documents, each offers its best chunks (at most ``max_chunks_per_document``),
+and the ``similarity_top_k`` best of those chunks by score come back, best first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -22,32 +23,37 @@ from llama_index.core.schema import (
     RelatedNodeInfo,
     TextNode,
 )
-from surrealdb import RecordID
+from llama_index.core.vector_stores.types import MetadataFilters
 
 from surreal_kgrag import ChunkHit, IngestConfig, IngestSummary, RetrievalResult, RetrievedDocument, Scope
 from surreal_kgrag.lazy import LazyRetriever
 from surreal_kgrag.retrieval import BaseRetriever as CoreRetriever
 from surreal_kgrag.store import checked_int
-from surreal_kgrag.surql import CompiledFilter
+
+from .filters import to_core_filter
 
 # Node metadata the retriever adds; kept out of the text the LLM and embedders see, except title and source.
+DEFAULT_TOP_K = 4
+
 BOOKKEEPING_KEYS = ["document_id", "document_score", "chunk_index", "concepts", "mode"]
 
 
 class SurrealKGRetriever(BaseRetriever):
     """Knowledge-graph retrieval from SurrealDB as a LlamaIndex retriever.
 
-    >>> retriever = SurrealKGRetriever(db_url="surrealkv://kg", mode="concept", k=4)
+    >>> retriever = SurrealKGRetriever.from_defaults(db_url="surrealkv://kg", mode="concept", similarity_top_k=4)
     >>> engine = RetrieverQueryEngine.from_args(retriever, llm=llm)
 
     Each ``NodeWithScore`` holds one chunk: ``node.id_`` is the chunk id, ``score`` the chunk's score,
     ``metadata`` the document's metadata plus ``document_id``, ``title``, ``source``,
     ``document_score``, ``chunk_index``, ``concepts`` (names that led to the chunk) and ``mode``;
     ``relationships`` has ``SOURCE`` (the document, so ``ref_doc_id`` works) and ``PREVIOUS`` /
-    ``NEXT`` chunk ids when those chunks exist (``neighbours=True`` costs one small query per call).
+    ``NEXT`` chunk ids when those chunks exist (read in the search query itself, no extra round trip).
     When the ``QueryBundle`` carries an ``embedding``, it is used instead of embedding the query
     text; it must come from the same model the store was built with. ``access`` (labels) and
-    ``filters`` bound everything it reads (see ``surreal_kgrag.Scope``).
+    ``filters`` (LlamaIndex ``MetadataFilters`` on metadata keys, or a core filter dict) bound
+    everything it reads (see ``surreal_kgrag.Scope``). ``k`` is a deprecated alias of
+    ``similarity_top_k``.
     """
 
     def __init__(
@@ -55,27 +61,33 @@ class SurrealKGRetriever(BaseRetriever):
         db_url: str | None = None,
         *,
         mode: str = "hybrid",
-        k: int = 4,
+        similarity_top_k: int | None = None,
         namespace: str | None = None,
         database: str | None = None,
         username: str | None = None,
         password: str | None = None,
         embedder: Any = None,
-        filters: Any = None,
+        filters: MetadataFilters | Mapping[str, Any] | None = None,
         access: list[str] | None = None,
         reranker: Any = None,
         retriever_options: dict[str, Any] | None = None,
         max_chunks_per_document: int = 3,
-        neighbours: bool = True,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        k: int | None = None,
     ) -> None:
         super().__init__(callback_manager=callback_manager, verbose=verbose)
+        if k is not None:
+            warnings.warn("SurrealKGRetriever(k=...) is deprecated: use similarity_top_k", DeprecationWarning, stacklevel=2)
+            if similarity_top_k is not None and similarity_top_k != k:
+                raise ValueError(f"give similarity_top_k ({similarity_top_k}) or its deprecated alias k ({k}), not both")
+            similarity_top_k = k
         self.mode = mode
-        self.k = checked_int("k", k, maximum=1000)
+        top_k = DEFAULT_TOP_K if similarity_top_k is None else similarity_top_k
+        self.similarity_top_k = checked_int("similarity_top_k", top_k, maximum=1000)
         self.max_chunks_per_document = checked_int("max_chunks_per_document", max_chunks_per_document)
-        self.neighbours = neighbours
-        self.scope = Scope(access=access, filters=filters)
+        core_filters = to_core_filter(filters) if isinstance(filters, MetadataFilters) else filters
+        self.scope = Scope(access=access, filters=core_filters)
         self._lazy = LazyRetriever(
             mode,
             url=db_url,
@@ -84,71 +96,74 @@ class SurrealKGRetriever(BaseRetriever):
             username=username,
             password=password,
             embedder=embedder,
-            k=self.k,
-            filters=filters,
-            access=access,
+            k=self.similarity_top_k,
             reranker=reranker,
             options=retriever_options,
         )
 
     @classmethod
+    def from_defaults(
+        cls,
+        db_url: str | None = None,
+        *,
+        mode: str = "hybrid",
+        similarity_top_k: int = 4,
+        filters: MetadataFilters | Mapping[str, Any] | None = None,
+        access: list[str] | None = None,
+        embedder: Any = None,
+        **kwargs: Any,
+    ) -> SurrealKGRetriever:
+        """The LlamaIndex way to build one: every argument of the constructor, ``similarity_top_k`` 4."""
+        return cls(db_url, mode=mode, similarity_top_k=similarity_top_k, filters=filters, access=access, embedder=embedder, **kwargs)
+
+    @classmethod
     def from_retriever(cls, retriever: CoreRetriever, **kwargs: Any) -> SurrealKGRetriever:
-        """Wrap a core retriever (its store, mode, embedder and ``k``); the caller keeps owning the store."""
-        kwargs.setdefault("k", retriever.config.k)
+        """Wrap a core retriever (its store, mode, embedder and ``k``); the caller keeps owning the
+        store. ``access`` / ``filters`` given here narrow its scope; store settings are refused."""
+        core_settings = {"db_url", "namespace", "database", "username", "password", "embedder", "retriever_options", "reranker"}
+        refused = sorted(set(kwargs) & core_settings)
+        if refused:
+            raise TypeError(f"from_retriever() uses the core retriever's own settings; remove {refused}")
+        if "k" not in kwargs:  # the deprecated alias, when given, sets it
+            kwargs.setdefault("similarity_top_k", retriever.config.k)
         instance = cls(mode=retriever.mode, **kwargs)
         instance._lazy = LazyRetriever.wrap(retriever)
         return instance
 
     @property
+    def k(self) -> int:
+        """Deprecated alias of ``similarity_top_k``."""
+        return self.similarity_top_k
+
+    @property
     def core(self) -> CoreRetriever:
-        """The core retriever, built (with its store) on first use: the constructor never connects."""
-        return self._lazy.retriever
+        """The core retriever, built (with its store) on first use (the constructor never connects),
+        narrowed to this retriever's ``access`` and ``filters``."""
+        return self._lazy.retriever.narrowed(self.scope)
 
     # -- retrieval -------------------------------------------------------------------------------
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        result = self.core.search(query_bundle.query_str, **self._search_args(query_bundle))
-        counts = self._chunk_counts(result)
-        return self._to_nodes(result, counts)
+        return self._to_nodes(self.core.search(query_bundle.query_str, **self._search_args(query_bundle)))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        result = await self.core.asearch(query_bundle.query_str, **self._search_args(query_bundle))
-        counts = await self._achunk_counts(result)
-        return self._to_nodes(result, counts)
+        return self._to_nodes(await self.core.asearch(query_bundle.query_str, **self._search_args(query_bundle)))
 
     def _search_args(self, query_bundle: QueryBundle) -> dict[str, Any]:
-        # Already the built retriever's scope; a wrapped one (from_retriever) is narrowed to it.
-        args: dict[str, Any] = {"k": self.k, "scope": self.scope}
+        args: dict[str, Any] = {"k": self.similarity_top_k}
         if query_bundle.embedding is not None:
             args["embedding"] = list(query_bundle.embedding)
         return args
 
-    def _chunk_count_params(self, result: RetrievalResult) -> dict[str, Any] | None:
-        if not self.neighbours or not result.documents:
-            return None
-        return {"ids": [RecordID("document", doc.id) for doc in result.documents], **self._scope().params}
-
-    def _scope(self) -> CompiledFilter:
-        return self.core.scope.narrow(self.scope).compile()
-
-    def _chunk_counts(self, result: RetrievalResult) -> dict[str, int]:
-        params = self._chunk_count_params(result)
-        if not params:
-            return {}
-        return _counts(self.core.store.query("document_chunk_counts", params, filter=self._scope())[-1])
-
-    async def _achunk_counts(self, result: RetrievalResult) -> dict[str, int]:
-        params = self._chunk_count_params(result)
-        if not params:
-            return {}
-        return _counts((await self.core.store.aquery("document_chunk_counts", params, filter=self._scope()))[-1])
-
-    def _to_nodes(self, result: RetrievalResult, chunk_counts: dict[str, int]) -> list[NodeWithScore]:
-        return [
-            NodeWithScore(node=chunk_node(doc, chunk, result.mode, chunk_counts.get(doc.id)), score=chunk.score)
+    def _to_nodes(self, result: RetrievalResult) -> list[NodeWithScore]:
+        """The ``similarity_top_k`` best chunks of the ranked documents (stable: document rank breaks ties)."""
+        nodes = [
+            NodeWithScore(node=chunk_node(doc, chunk, result.mode, doc.chunk_count), score=chunk.score)
             for doc in result.documents
             for chunk in doc.chunks[: self.max_chunks_per_document]
         ]
+        nodes.sort(key=lambda n: -(n.score or 0.0))
+        return nodes[: self.similarity_top_k]
 
     # -- ingestion and lifecycle ------------------------------------------------------------------
 
@@ -206,7 +221,3 @@ def chunk_node(doc: RetrievedDocument, chunk: ChunkHit, mode: str, chunk_count: 
         excluded_llm_metadata_keys=list(BOOKKEEPING_KEYS),
         excluded_embed_metadata_keys=[*BOOKKEEPING_KEYS, "title", "source"],
     )
-
-
-def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
-    return {str(row["id"].id): int(row["chunk_count"]) for row in rows}

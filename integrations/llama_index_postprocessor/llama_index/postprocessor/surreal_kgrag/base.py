@@ -13,10 +13,9 @@ from typing import Any
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.retrievers.surreal_kgrag.base import BOOKKEEPING_KEYS
 
 from surreal_kgrag import ChunkHit, RetrievedDocument
-
-from .base import BOOKKEEPING_KEYS
 
 
 class SurrealKGRerankPostprocessor(BaseNodePostprocessor):

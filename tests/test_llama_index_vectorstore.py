@@ -1,0 +1,178 @@
+"""The LlamaIndex ``SurrealKGVectorStore`` on the real embedded SurrealDB, spaCy and MiniLM: a
+``VectorStoreIndex`` over HotpotQA passages answering through a query engine, nodes round-tripping
+with their relationships, ``MetadataFilters``, MMR, deletes, and the knowledge graph behind it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("llama_index.vector_stores.surreal_kgrag", reason="install integrations/llama_index_vector_stores (scripts/setup.sh does)")
+
+from llama_index.core import Document, StorageContext, VectorStoreIndex
+from llama_index.core.llms import MockLLM
+from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.vector_stores.types import (
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+    VectorStoreQuery,
+    VectorStoreQueryMode,
+)
+from llama_index.retrievers.surreal_kgrag import UnsupportedFilterError
+from llama_index.vector_stores.surreal_kgrag import SurrealKGVectorStore
+
+from surreal_kgrag import SurrealStore, get_stats, make_retriever
+
+HOTPOTQA = Path("/work/shared/bench/hotpotqa")
+PASSAGES = 200
+
+
+def _hotpot() -> tuple[list[dict], list[dict]]:
+    if not (HOTPOTQA / "corpus.jsonl").exists():
+        pytest.skip(f"the HotpotQA benchmark files are not at {HOTPOTQA} on this machine")
+    with open(HOTPOTQA / "corpus.jsonl", encoding="utf-8") as lines:
+        passages = [json.loads(line) for _, line in zip(range(PASSAGES), lines)]
+    ids = {p["id"] for p in passages}
+    with open(HOTPOTQA / "queries.jsonl", encoding="utf-8") as lines:
+        queries = [q for q in map(json.loads, lines) if set(q["gold_ids"]) <= ids]
+    return passages, queries
+
+
+@pytest.fixture(scope="module")
+def hotpot(minilm, spacy_extractor):
+    passages, queries = _hotpot()
+    with SurrealStore("mem://") as store:
+        vector_store = SurrealKGVectorStore(store=store, embedder=minilm, extractor=spacy_extractor)
+        nodes = [
+            TextNode(
+                id_=p["id"],
+                text=p["text"],
+                metadata={"title": p["title"], "position": i, "shard": "even" if i % 2 == 0 else "odd"},
+                relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=f"article:{p['title']}")},
+            )
+            for i, p in enumerate(passages)
+        ]
+        assert vector_store.add(nodes) == [p["id"] for p in passages]
+        yield vector_store, passages, queries
+
+
+def test_query_engine_over_hotpotqa_returns_source_nodes(hotpot):
+    vector_store, passages, queries = hotpot
+    assert len(queries) >= 5
+    index = VectorStoreIndex.from_vector_store(vector_store, embed_model=vector_store.embed_model)
+    engine = index.as_query_engine(llm=MockLLM(), similarity_top_k=5)
+    found = 0
+    for query in queries[:10]:
+        response = engine.query(query["question"])
+        nodes = response.source_nodes
+        assert len(nodes) == 5, (query["question"], [t.id for t in vector_store.texts.search(query["question"], k=5)])
+        assert all(n.score is not None for n in nodes)
+        assert [n.score for n in nodes] == sorted((n.score for n in nodes), reverse=True)
+        found += bool({n.node.node_id for n in nodes} & set(query["gold_ids"]))
+    assert found >= 7  # MiniLM finds a gold passage in the top 5 for most HotpotQA questions
+    by_id = {p["id"]: p for p in passages}
+    node = nodes[0].node
+    assert node.get_content() == by_id[node.node_id]["text"]  # the exact text, not chunks
+    assert node.metadata["title"] == by_id[node.node_id]["title"]
+    assert node.ref_doc_id == f"article:{by_id[node.node_id]['title']}"
+
+
+async def test_async_query_and_retriever(hotpot):
+    vector_store, _, queries = hotpot
+    index = VectorStoreIndex.from_vector_store(vector_store, embed_model=vector_store.embed_model)
+    nodes = await index.as_retriever(similarity_top_k=3).aretrieve(queries[0]["question"])
+    sync = index.as_retriever(similarity_top_k=3).retrieve(queries[0]["question"])
+    assert [n.node.node_id for n in nodes] == [n.node.node_id for n in sync] and len(nodes) == 3
+
+
+def test_metadata_filters(hotpot):
+    vector_store, passages, queries = hotpot
+    embedding = vector_store.embed_model.get_query_embedding(queries[0]["question"])
+
+    def ids(filters, k=10):
+        result = vector_store.query(VectorStoreQuery(query_embedding=embedding, similarity_top_k=k, filters=filters))
+        assert len(result.ids) == len(result.nodes) == len(result.similarities)
+        return result.ids
+
+    even = ids(MetadataFilters(filters=[MetadataFilter(key="shard", value="even")]))
+    assert len(even) == 10 and all(int(i.split("-")[1]) % 2 == 0 for i in even)
+    low = ids(MetadataFilters(filters=[MetadataFilter(key="position", value=10, operator=FilterOperator.LT)]), k=20)
+    assert sorted(low) == sorted(p["id"] for p in passages[:10])
+    titles = [passages[3]["title"], passages[150]["title"]]
+    either = MetadataFilters(
+        filters=[
+            MetadataFilter(key="title", value=titles, operator=FilterOperator.IN),
+            MetadataFilters(
+                filters=[MetadataFilter(key="position", value=100, operator=FilterOperator.GTE), MetadataFilter(key="position", value=102, operator=FilterOperator.LTE)],
+                condition=FilterCondition.AND,
+            ),
+        ],
+        condition=FilterCondition.OR,
+    )
+    assert set(ids(either)) >= {passages[i]["id"] for i in (100, 101, 102)}
+    assert {i for i in ids(either)} <= {p["id"] for p in passages if p["title"] in titles} | {passages[i]["id"] for i in (100, 101, 102)}
+    with pytest.raises(UnsupportedFilterError):
+        ids(MetadataFilters(filters=[MetadataFilter(key="title", value="Rush", operator=FilterOperator.TEXT_MATCH)]))
+    index = VectorStoreIndex.from_vector_store(vector_store, embed_model=vector_store.embed_model)
+    odd = index.as_retriever(similarity_top_k=4, filters=MetadataFilters(filters=[MetadataFilter(key="shard", value="odd")]))
+    assert all(n.node.metadata["shard"] == "odd" for n in odd.retrieve(queries[0]["question"]))
+
+
+def test_mmr_and_node_ids(hotpot):
+    vector_store, passages, queries = hotpot
+    embedding = vector_store.embed_model.get_query_embedding(queries[1]["question"])
+    plain = vector_store.query(VectorStoreQuery(query_embedding=embedding, similarity_top_k=4))
+    relevance_only = vector_store.query(
+        VectorStoreQuery(query_embedding=embedding, similarity_top_k=4, mode=VectorStoreQueryMode.MMR, mmr_threshold=1.0)
+    )
+    assert relevance_only.ids == plain.ids
+    diverse = vector_store.query(
+        VectorStoreQuery(query_embedding=embedding, similarity_top_k=4, mode=VectorStoreQueryMode.MMR, mmr_threshold=0.1)
+    )
+    assert len(diverse.ids) == 4 and diverse.ids[0] == plain.ids[0]
+    only = [passages[7]["id"], passages[8]["id"]]
+    limited = vector_store.query(VectorStoreQuery(query_embedding=embedding, similarity_top_k=5, node_ids=only))
+    assert sorted(limited.ids) == sorted(only)
+    with pytest.raises(ValueError, match="DEFAULT and MMR"):
+        vector_store.query(VectorStoreQuery(query_embedding=embedding, mode=VectorStoreQueryMode.SPARSE))
+
+
+def test_the_graph_modes_work_on_the_same_nodes(hotpot):
+    vector_store, _, queries = hotpot
+    stats = get_stats(vector_store.client)
+    assert stats.documents == PASSAGES and stats.concepts > PASSAGES and stats.mentions > stats.chunks
+    for mode in ("concept", "graph"):
+        result = make_retriever(mode, vector_store.client, embedder=vector_store.texts.embedder).search(queries[0]["question"], k=5)
+        assert len(result.documents) == 5
+
+
+def test_index_inserts_deletes_and_clears(minilm, spacy_extractor):
+    with SurrealStore("mem://") as store:
+        vector_store = SurrealKGVectorStore(store=store, embedder=minilm, extractor=spacy_extractor, access=["team"])
+        context = StorageContext.from_defaults(vector_store=vector_store)
+        documents = [
+            Document(text="Owls hunt small mammals at night. They fly silently.", doc_id="owls", metadata={"kind": "bird"}),
+            Document(text="Bees collect nectar and make honey in hives.", doc_id="bees", metadata={"kind": "insect"}),
+            Document(text="Ants build colonies and farm aphids.", doc_id="ants", metadata={"kind": "insect"}),
+        ]
+        index = VectorStoreIndex.from_documents(documents, storage_context=context, embed_model=vector_store.embed_model)
+        retriever = index.as_retriever(similarity_top_k=1)
+        [hit] = retriever.retrieve("Which animal makes honey?")
+        assert hit.node.ref_doc_id == "bees" and hit.node.metadata == {"kind": "insect"}
+        nodes = vector_store.get_nodes([hit.node.node_id])
+        assert nodes[0].get_content() == "Bees collect nectar and make honey in hives."
+        assert vector_store.get_nodes([hit.node.node_id], filters=MetadataFilters(filters=[MetadataFilter(key="kind", value="bird")])) == []
+        # Written under the store's labels: a reader without them sees nothing.
+        outsider = SurrealKGVectorStore(store=store, embedder=minilm, access=["other"])
+        assert outsider.get_nodes([hit.node.node_id]) == [] and outsider.query(VectorStoreQuery(query_str="honey", similarity_top_k=3)).ids == []
+        outsider.clear()  # deletes nothing it cannot read
+        vector_store.delete("bees")
+        assert {n.node.ref_doc_id for n in index.as_retriever(similarity_top_k=5).retrieve("honey")} == {"owls", "ants"}
+        vector_store.delete_nodes(filters=MetadataFilters(filters=[MetadataFilter(key="kind", value="insect")]))
+        assert {n.node.ref_doc_id for n in index.as_retriever(similarity_top_k=5).retrieve("honey")} == {"owls"}
+        vector_store.clear()
+        assert index.as_retriever(similarity_top_k=5).retrieve("honey") == []
