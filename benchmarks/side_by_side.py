@@ -125,11 +125,14 @@ def chart(reports: Sequence[dict[str, Any]], path: Path) -> Path:
         top.set_title(f"{report['name']} ({report['queries']} queries, {report['passages']} passages)")
         top.set_xticks(list(xs), names, fontsize=7, rotation=30, ha="right")
         top.legend(loc="lower right", fontsize=8)
+        highest = 1e-3
         for i, (key, label) in enumerate((("p50_ms", "p50 query ms (vector given)"), ("ingest_s", "ingest / index s"))):
             values = [max(row[key] or 0.0, 1e-3) for row in rows]
+            highest = max(highest, *values)
             bars = bottom.bar([x + (i - 0.5) * 0.4 for x in xs], values, 0.4, label=label)
             bottom.bar_label(bars, fmt="%.3g", fontsize=7)
         bottom.set_yscale("log")
+        bottom.set_ylim(top=highest * 50)  # room for the legend above the bars
         bottom.set_xticks(list(xs), names, fontsize=7, rotation=30, ha="right")
         bottom.legend(loc="upper left", fontsize=8)
     failed = [f"{row['system']}: {row['note']}" for r in reports for row in r["rows"] if row["recall@5"] is None]
