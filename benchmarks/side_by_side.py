@@ -178,12 +178,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["name"] = folder.resolve().name
         reports.append(report)
         print(table(report) + "\n", file=sys.stderr if args.json else sys.stdout, flush=True)
+        if args.chart:  # after each corpus, so a run stopped part way leaves the corpora it finished
+            _log(f"chart written to {chart(reports, args.chart)}")
     load_after = os.getloadavg()[0]
     machine = {"cpus": os.cpu_count(), "load_average_at_start": round(load_before, 2), "load_average_at_end": round(load_after, 2)}
     footer = f"machine: {machine['cpus']} cores, 1-minute load average {load_before:.1f} at start, {load_after:.1f} at end"
     print(footer, file=sys.stderr if args.json else sys.stdout)
-    if args.chart:
-        _log(f"chart written to {chart(reports, args.chart)}")
     if args.json:
         print(json.dumps({"machine": machine, "corpora": reports}, indent=2))
     return 0
