@@ -130,7 +130,7 @@ def chart(reports: Sequence[dict[str, Any]], path: Path) -> Path:
             values = [max(row[key] or 0.0, 1e-3) for row in rows]
             highest = max(highest, *values)
             bars = bottom.bar([x + (i - 0.5) * 0.4 for x in xs], values, 0.4, label=label)
-            bottom.bar_label(bars, fmt="%.3g", fontsize=7)
+            bottom.bar_label(bars, fmt="%.4g", fontsize=7)
         bottom.set_yscale("log")
         bottom.set_ylim(top=highest * 50)  # room for the legend above the bars
         bottom.set_xticks(list(xs), names, fontsize=7, rotation=30, ha="right")
