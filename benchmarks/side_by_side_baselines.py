@@ -1,0 +1,131 @@
+"""The baselines of benchmarks/side_by_side.py: exact numpy cosine, BM25 (bm25s) and the
+langchain-surrealdb vector store (run in its own virtual environment). Each indexes one record per
+passage, the passage under its title, and returns a Row with recall and latency."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from side_by_side_data import KS, BenchSet, Row, SharedVectors, could_not_run, score_rankings
+
+DEPTH = max(KS)
+LC_SYSTEM = "langchain-surrealdb"
+LC_PACKAGES = ("langchain-surrealdb", "numpy")  # langchain-surrealdb imports numpy without declaring it
+WORKER = Path(__file__).with_name("side_by_side_lc_worker.py")
+
+
+def numpy_cosine(bench: BenchSet, vectors: SharedVectors) -> Row:
+    """Exact cosine over the shared passage vectors (L2-normalised, so a dot product)."""
+    t = time.perf_counter()
+    matrix = np.ascontiguousarray(vectors.passages)
+    index_s = vectors.passage_seconds + time.perf_counter() - t
+    ids = [p.id for p in bench.passages]
+    depth = min(DEPTH, len(ids))
+    rankings, search_ms = [], []
+    for question in vectors.questions:
+        t = time.perf_counter()
+        scores = matrix @ question
+        top = np.argpartition(-scores, depth - 1)[:depth]
+        order = top[np.argsort(-scores[top])]
+        search_ms.append((time.perf_counter() - t) * 1000)
+        rankings.append([ids[i] for i in order])
+    row = Row("numpy exact cosine", search_ms=search_ms, total_ms=_plus(search_ms, vectors.question_ms), ingest_s=index_s)
+    row.note = "MiniLM passage vectors, exact search" + (" (embed time from the cache)" if vectors.cached else "")
+    return score_rankings(row, rankings, bench.queries)
+
+
+def bm25(bench: BenchSet) -> Row:
+    """bm25s with English stopwords, default parameters (k1=1.5, b=0.75)."""
+    try:
+        import bm25s
+    except ImportError:
+        return could_not_run("BM25 (bm25s)", "bm25s is not installed: pip install 'surreal-kgrag[bench]'")
+    ids = [p.id for p in bench.passages]
+    t = time.perf_counter()
+    tokens = bm25s.tokenize([p.indexed_text for p in bench.passages], stopwords="en", show_progress=False)
+    retriever = bm25s.BM25()
+    retriever.index(tokens, show_progress=False)
+    index_s = time.perf_counter() - t
+    vocabulary = set(tokens.vocab)
+    depth = min(DEPTH, len(ids))
+    rankings, search_ms = [], []
+    for query in bench.queries:
+        t = time.perf_counter()
+        words = bm25s.tokenize(query.question, stopwords="en", return_ids=False, show_progress=False)[0]
+        words = [w for w in words if w in vocabulary]
+        found: list[str] = []
+        if words:  # a question with no indexed word matches nothing
+            docs, _ = retriever.retrieve([words], k=depth, show_progress=False, n_threads=1)
+            found = [ids[i] for i in docs[0]]
+        search_ms.append((time.perf_counter() - t) * 1000)
+        rankings.append(found)
+    row = Row("BM25 (bm25s)", search_ms=search_ms, total_ms=list(search_ms), ingest_s=index_s, note="English stopwords, no stemming")
+    return score_rankings(row, rankings, bench.queries)
+
+
+def langchain_surrealdb(bench: BenchSet, vectors: SharedVectors, work: Path, venv: Path) -> Row:
+    """The langchain-surrealdb vector store on its own embedded surrealkv store, in its own venv,
+    fed the shared vectors; any failure becomes a 'could not run' row that says what happened."""
+    python, problem = ensure_venv(venv)
+    if problem:
+        return could_not_run(LC_SYSTEM, problem)
+    inputs = work / "langchain-input"
+    inputs.mkdir(parents=True, exist_ok=True)
+    (inputs / "passages.json").write_text(
+        json.dumps({"ids": [p.id for p in bench.passages], "texts": [p.indexed_text for p in bench.passages],
+                    "titles": [p.title for p in bench.passages]})
+    )
+    (inputs / "questions.json").write_text(json.dumps([q.question for q in bench.queries]))
+    np.save(inputs / "passage_vectors.npy", vectors.passages)
+    np.save(inputs / "question_vectors.npy", vectors.questions)
+    store, output = work / "langchain-surrealdb.surrealkv", work / "langchain-result.json"
+    shutil.rmtree(store, ignore_errors=True)
+    output.unlink(missing_ok=True)
+    done = subprocess.run([str(python), str(WORKER), str(inputs), str(store), str(DEPTH), str(output)], capture_output=True, text=True)
+    if done.returncode != 0 or not output.is_file():
+        return could_not_run(LC_SYSTEM, _last_line(done.stderr) or f"worker exited with status {done.returncode}")
+    result = json.loads(output.read_text())
+    search_ms = result["search_ms"]
+    row = Row(LC_SYSTEM, search_ms=search_ms, total_ms=_plus(search_ms, vectors.question_ms),
+              ingest_s=vectors.passage_seconds + result["index_seconds"])
+    versions = result["versions"]
+    row.note = (f"langchain-surrealdb {versions['langchain-surrealdb']}, SDK surrealdb {versions['surrealdb']}, "
+                "embedded surrealkv, HNSW (its defaults)")
+    return score_rankings(row, result["rankings"], bench.queries)
+
+
+def ensure_venv(venv: Path) -> tuple[Path, str | None]:
+    """A virtual environment with langchain-surrealdb from PyPI, made on first use and then reused."""
+    python = venv / "bin" / "python"
+    probe = [str(python), "-c", "import langchain_surrealdb.vectorstores, numpy"]
+    if python.is_file() and subprocess.run(probe, capture_output=True).returncode == 0:
+        return python, None
+    print(f"  creating {venv} with {' '.join(LC_PACKAGES)} (a few minutes)", file=sys.stderr)
+    made = subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], capture_output=True, text=True)
+    if made.returncode != 0:
+        return python, f"python -m venv failed: {_last_line(made.stderr)}"
+    installed = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *LC_PACKAGES],
+                               capture_output=True, text=True)
+    if installed.returncode != 0:
+        return python, f"pip install {' '.join(LC_PACKAGES)} failed: {_last_line(installed.stderr)}"
+    checked = subprocess.run(probe, capture_output=True, text=True)
+    if checked.returncode != 0:
+        return python, f"langchain-surrealdb does not import: {_last_line(checked.stderr)}"
+    return python, None
+
+
+def _plus(a: list[float], b: list[float]) -> list[float]:
+    return [x + y for x, y in zip(a, b)]
+
+
+def _last_line(text: str) -> str:
+    """The line of a failed command's stderr that says what went wrong (its last error, else its last line)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("WARNING")]
+    errors = [line for line in lines if "error" in line.lower()]
+    return (errors or lines or [""])[-1][:300]

@@ -1,0 +1,173 @@
+"""Data for benchmarks/side_by_side.py: the benchmark set, its limits, the shared embeddings and the
+result rows. Nothing here knows a dataset's name: every corpus in the format is treated alike."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from surreal_kgrag.embed import Embedder
+from surreal_kgrag.evaluate import EvalQuery, load_queries, recall_at
+
+KS = (2, 5)
+
+
+@dataclass
+class Passage:
+    id: str
+    title: str
+    text: str
+    record: dict[str, Any]
+
+    @property
+    def indexed_text(self) -> str:
+        """What the baselines embed and index: the passage under its title, as our ingest does by default."""
+        return f"{self.title.strip()}\n{self.text}" if self.title.strip() else self.text
+
+
+@dataclass
+class BenchSet:
+    name: str
+    folder: Path
+    passages: list[Passage]
+    queries: list[EvalQuery]
+    digest: str  # of the passages and queries used, so a store or cache is never reused for other data
+
+    @property
+    def work_name(self) -> str:
+        return f"{self.name}-{self.digest[:10]}"
+
+    def write_corpus(self, path: Path) -> Path:
+        """The (possibly limited) corpus as JSONL, the file our ingest reads."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8") as out:
+            for passage in self.passages:
+                out.write(json.dumps(passage.record, ensure_ascii=False) + "\n")
+        return path
+
+
+def load_set(folder: Path, *, limit: int | None, corpus_limit: int | None) -> BenchSet:
+    """Read ``corpus.jsonl`` and ``queries.jsonl``; ``limit`` keeps the first N queries, ``corpus_limit``
+    keeps every gold passage of those queries plus the first other passages up to N in all."""
+    corpus_file, queries_file = folder / "corpus.jsonl", folder / "queries.jsonl"
+    for path in (corpus_file, queries_file):
+        if not path.is_file():
+            raise SystemExit(f"{folder}: missing {path.name} (a benchmark folder holds corpus.jsonl and queries.jsonl)")
+    queries = load_queries(queries_file)[:limit]
+    passages = []
+    for number, line in enumerate(corpus_file.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            passages.append(Passage(str(record["id"]), str(record.get("title") or ""), str(record["text"]), record))
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise SystemExit(f"{corpus_file}:{number}: expected a JSON object with 'id' and 'text' ({exc!r})") from exc
+    known = {p.id for p in passages}
+    missing = sorted({g for q in queries for g in q.gold_ids} - known)
+    if missing:
+        raise SystemExit(f"{queries_file}: gold ids not in the corpus: {', '.join(missing[:5])}")
+    if corpus_limit is not None:
+        gold = {g for q in queries for g in q.gold_ids}
+        room = max(corpus_limit - len(gold), 0)
+        others = [p.id for p in passages if p.id not in gold][:room]
+        keep = gold | set(others)
+        passages = [p for p in passages if p.id in keep]
+    digest = hashlib.sha256()
+    for passage in passages:
+        digest.update(json.dumps(passage.record, sort_keys=True).encode())
+    for query in queries:
+        digest.update(query.model_dump_json().encode())
+    return BenchSet(folder.resolve().name, folder, passages, queries, digest.hexdigest())
+
+
+@dataclass
+class SharedVectors:
+    """The passage and question vectors every vector baseline uses, computed once by our embedder."""
+
+    passages: np.ndarray
+    passage_seconds: float  # time it took to embed the passages (measured when the cache was written)
+    cached: bool
+    questions: np.ndarray
+    question_ms: list[float]  # a fresh embedding per question, timed one by one
+
+
+def embed_set(bench: BenchSet, embedder: Embedder, cache: Path) -> SharedVectors:
+    texts = [p.indexed_text for p in bench.passages]
+    vectors, seconds, cached = None, 0.0, False
+    if cache.is_file():
+        with np.load(cache, allow_pickle=False) as saved:
+            if str(saved["model"]) == embedder.name and saved["vectors"].shape[0] == len(texts):
+                vectors, seconds, cached = saved["vectors"], float(saved["seconds"]), True
+    if vectors is None:
+        t = time.perf_counter()
+        vectors = embedder.embed_documents(texts)
+        seconds = time.perf_counter() - t
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(cache, vectors=vectors, seconds=seconds, model=embedder.name)
+    questions, question_ms = [], []
+    for query in bench.queries:
+        t = time.perf_counter()
+        questions.append(embedder.embed_query(query.question))
+        question_ms.append((time.perf_counter() - t) * 1000)
+    return SharedVectors(np.asarray(vectors, dtype=np.float32), seconds, cached, np.stack(questions), question_ms)
+
+
+@dataclass
+class Row:
+    """One line of the table: a system's recall and latency on one corpus."""
+
+    system: str
+    recall: dict[int, float] = field(default_factory=dict)  # percent, by k
+    search_ms: list[float] = field(default_factory=list)  # query vector given (database time for ours)
+    total_ms: list[float] = field(default_factory=list)  # including a fresh query embedding
+    ingest_s: float | None = None
+    note: str = ""
+    failed: bool = False
+    percentiles: dict[str, float] = field(default_factory=dict)  # when only percentiles are known
+
+    def figures(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"system": self.system}
+        out.update({f"recall@{k}": (round(self.recall[k], 1) if k in self.recall else None) for k in KS})
+        out.update(self.percentiles or _percentiles(self.search_ms, self.total_ms))
+        out["ingest_s"] = None if self.ingest_s is None else round(self.ingest_s, 3)
+        out["note"] = self.note
+        return out
+
+
+def could_not_run(system: str, reason: str) -> Row:
+    return Row(system, note=f"could not run: {reason}", failed=True)
+
+
+def ranked_documents(ids: Sequence[str]) -> list[str]:
+    """Document ids in rank order, each kept once (the baselines rank passages, which are documents)."""
+    return list(dict.fromkeys(ids))
+
+
+def score_rankings(row: Row, rankings: Sequence[Sequence[str]], queries: Sequence[EvalQuery]) -> Row:
+    """HippoRAG recall@k (surreal_kgrag.evaluate.recall_at) averaged over the queries, in percent."""
+    for k in KS:
+        row.recall[k] = 100 * sum(recall_at(ranked_documents(r), q.gold_ids, k) for r, q in zip(rankings, queries)) / len(queries)
+    return row
+
+
+def percentile(values: Sequence[float], q: int) -> float:
+    if len(values) == 1:
+        return float(values[0])
+    return float(statistics.quantiles(values, n=100, method="inclusive")[q - 1])
+
+
+def _percentiles(search_ms: Sequence[float], total_ms: Sequence[float]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for label, values in (("", search_ms), ("_total", total_ms)):
+        for q in (50, 95):
+            out[f"p{q}{label}_ms"] = round(percentile(values, q), 2) if values else None
+    return out
