@@ -182,7 +182,7 @@ def opera_store(minilm, spacy_extractor):
 
 def test_ppr_finds_the_second_hop_dense_search_misses(opera_store, minilm):
     dense = make_retriever("chunk", opera_store, embedder=minilm).search(QUESTION, k=2)
-    assert [d.id for d in dense.documents][0] == "silverlake"
+    assert dense.documents[0].id == "silverlake"
     assert "brandvold" not in {d.id for d in dense.documents}, "the corpus must defeat dense search"
     for mode in ("graph", "concept"):
         result = make_retriever(mode, opera_store, embedder=minilm).search(QUESTION, k=2)

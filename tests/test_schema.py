@@ -9,7 +9,7 @@ from surrealdb import RecordID
 
 from surreal_kgrag import surql
 from surreal_kgrag.errors import QueryExecutionError, SchemaMismatchError
-from surreal_kgrag.schema import SCHEMA_VERSION, IndexSettings, ensure_schema, read_meta
+from surreal_kgrag.schema import SCHEMA_VERSION, IndexSettings, ensure_schema
 from surreal_kgrag.store import SurrealStore
 
 

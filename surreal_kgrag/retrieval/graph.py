@@ -15,6 +15,7 @@ BM25 (and the KNN order, weight 0, which only fills up to k).
 from __future__ import annotations
 
 import math
+import time
 from collections import defaultdict
 from typing import Any, ClassVar
 
@@ -31,6 +32,9 @@ from .hybrid import HybridRetriever, content_words
 from .plan import Concurrently, Plan, Query
 from .results import ConceptMatch, RetrievedDocument
 from .walk import Subgraph, WalkSettings, assemble, dense_reset, idf, personalized_pagerank
+
+
+_RECHECK_SECONDS = 60.0
 
 
 class GraphRetriever(HybridRetriever):
@@ -83,7 +87,9 @@ class GraphRetriever(HybridRetriever):
         channels = {
             "graph": self._walk(request, sub, out, names, chunk_total),
             "text": text,
-            "vector": sorted((Hit.of(row, "vector") for row in out["knn"]), key=lambda h: -h.score),
+            "vector": sorted(
+                (Hit(doc=doc, chunk=chunk, score=score, channel="vector") for chunk, doc, score in out["knn"]), key=lambda h: -h.score
+            ),
         }
         ranking = self.fuse({mode: hits for mode, hits in channels.items() if mode in config.weights})
         return (yield from self._hydrate(request, ranking, channels))
@@ -92,6 +98,7 @@ class GraphRetriever(HybridRetriever):
         self, request: Request, names: dict[str, tuple[float, int]], text: list[Hit], candidates: int, exact: bool
     ) -> Plan[dict[str, Any]]:
         config = self.config
+        relations = yield from self._relations_present()
         params = {
             "embedding": request.vector,
             "exact": exact,
@@ -100,12 +107,21 @@ class GraphRetriever(HybridRetriever):
             "dense_seeds": config.dense_seeds,
             "max_df": config.max_df,
             "hop2": config.hop2,
-            "relations": True,
+            "relations": relations,
             "filtered": bool(request.filter.condition),
             **request.filter.params,
         }
         placeholders = self._knn_placeholders(request, candidates)
         return (yield Query("graph_subgraph", params, placeholders))[-1]
+
+    def _relations_present(self) -> Plan[bool]:
+        """Whether the store has LLM relations (asked again now and then: another process may add them)."""
+        cached = self._chunk_totals.lookup("relations")
+        if cached is not None and time.monotonic() - cached[1] <= _RECHECK_SECONDS:
+            return bool(cached[0])
+        present = bool((yield Query("relations_present"))[-1])
+        self._chunk_totals.remember("relations", (present, time.monotonic()))
+        return present
 
     def _walk(
         self, request: Request, sub: Subgraph, out: dict[str, Any], names: dict[str, tuple[float, int]], chunk_total: int
@@ -115,10 +131,10 @@ class GraphRetriever(HybridRetriever):
         if not sub.chunks:
             return []
         counts = np.zeros(len(sub.concepts))
-        for row in out["counts"] + out["related_counts"]:
-            pos = sub.concept_pos.get(str(row["concept"].id))
+        for concept, n in out["counts"] + out["related_counts"]:
+            pos = sub.concept_pos.get(concept)
             if pos is not None:
-                counts[pos] = row["n"]
+                counts[pos] = n
         for name, (_, n) in names.items():
             if name in sub.concept_pos:
                 counts[sub.concept_pos[name]] = n
@@ -129,9 +145,9 @@ class GraphRetriever(HybridRetriever):
         concept_reset = {sub.concept_pos[name]: w for name, (w, _) in names.items() if name in sub.concept_pos}
         chunk_reset: dict[int, float] = {}
         if config.dense_seeds and config.dense_reset > 0 and out["knn"]:
-            weights = dense_reset([row["score"] for row in out["knn"]], config.dense_temperature)
-            for row, weight in zip(out["knn"], weights):
-                pos = sub.chunk_pos[str(row["chunk"].id)]
+            weights = dense_reset([score for _, _, score in out["knn"]], config.dense_temperature)
+            for (chunk, _, _), weight in zip(out["knn"], weights):
+                pos = sub.chunk_pos[chunk]
                 chunk_reset[pos] = chunk_reset.get(pos, 0.0) + config.dense_reset * float(weight)
         if concept_reset:  # both kinds of seeds carry their own total mass
             total = sum(concept_reset.values())

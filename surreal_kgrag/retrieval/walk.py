@@ -66,17 +66,16 @@ class Subgraph:
 def assemble(out: Mapping[str, Any], extra_chunks: Sequence[tuple[str, str]] = ()) -> Subgraph:
     """The subgraph from ``graph_subgraph.surql``'s answer; ``extra_chunks`` (chunk, doc) join as nodes."""
     sub = Subgraph()
-    for row in out["knn"]:
-        sub.chunk(str(row["chunk"].id), str(row["doc"].id))
+    for chunk, doc, _ in out["knn"]:
+        sub.chunk(chunk, doc)
     for chunk, doc in extra_chunks:
         sub.chunk(chunk, doc)
     pairs: dict[tuple[int, int], list[bool]] = {}
-    for row in out["edges"]:
-        c = sub.chunk(str(row["chunk"].id), str(row["doc"].id))
-        k = sub.concept(str(row["concept"].id))
-        flags = pairs.setdefault((c, k), [False, True])
-        flags[0] = flags[0] or bool(row.get("own"))
-        flags[1] = flags[1] and bool(row.get("np"))
+    for chunk, concept, own, np_only in out["edges"]:
+        key = (sub.chunk(chunk), sub.concept(concept))
+        flags = pairs.setdefault(key, [False, True])
+        flags[0] = flags[0] or bool(own)
+        flags[1] = flags[1] and bool(np_only)
     if pairs:
         keys = np.array(list(pairs), dtype=np.int64)
         flags = np.array(list(pairs.values()), dtype=bool)
@@ -84,8 +83,8 @@ def assemble(out: Mapping[str, Any], extra_chunks: Sequence[tuple[str, str]] = (
         sub.edge_own, sub.edge_np = flags[:, 0], flags[:, 1]
     related = [
         (sub.concept_pos[a], sub.concept_pos[b])
-        for row in out.get("relations") or []
-        if (a := str(row["in"].id)) in sub.concept_pos and (b := str(row["out"].id)) in sub.concept_pos and a != b
+        for a, b in out.get("relations") or []
+        if a in sub.concept_pos and b in sub.concept_pos and a != b
     ]
     if related:
         both = np.array(related + [(b, a) for a, b in related], dtype=np.int64)  # a relation is walked both ways
