@@ -61,7 +61,7 @@ class GraphConfig(HybridConfig):
     dense_seeds: bool = Field(True, description="the KNN chunks are seeds of the walk (reset mass dense_reset)")
     dense_reset: float = Field(1.0, ge=0.0, description="reset mass of the dense seeds next to the question's concepts (1)")
     dense_temperature: float = Field(0.05, gt=0.0, description="softmax temperature of the dense seeds' similarities")
-    max_df: int = Field(10, ge=1, description="concepts mentioned by more chunks are hubs: not walked through")
+    max_df: int = Field(5, ge=1, description="concepts mentioned by more chunks are hubs: not walked through")
     hop2: bool = Field(True, description="fetch the chunks of the seeds' concepts (the bridge hop)")
     damping: float = Field(0.8, ge=0.0, lt=1.0, description="probability that the walk follows an edge")
     iterations: int = Field(30, ge=1, le=200, description="power iterations of the walk")
