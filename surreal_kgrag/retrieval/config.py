@@ -55,7 +55,7 @@ class GraphConfig(HybridConfig):
     see the README's "Defaults and the measurements behind them"."""
 
     weights: dict[Channel, float] = Field(
-        default_factory=lambda: {"graph": 8.0, "text": 1.0, "vector": 0.0},
+        default_factory=lambda: dict[Channel, float]({"graph": 8.0, "text": 1.0, "vector": 0.0}),
         description="RRF weights: the walk leads, BM25 breaks its ties; vector 0 only fills up to k",
     )
     dense_seeds: bool = Field(True, description="the KNN chunks are seeds of the walk (reset mass dense_reset)")
@@ -78,7 +78,7 @@ class ConceptConfig(GraphConfig):
     """The concept mode: the same walk, started only from the concepts the question names; the
     KNN chunks fill the ranking up to k when the walk finds fewer documents."""
 
-    weights: dict[Channel, float] = Field(default_factory=lambda: {"graph": 1.0, "vector": 0.0})
+    weights: dict[Channel, float] = Field(default_factory=lambda: dict[Channel, float]({"graph": 1.0, "vector": 0.0}))
     fulltext: bool = Field(False, description="no BM25 channel")
     dense_seeds: bool = Field(False, description="the walk starts from the question's concepts only")
     dense_reset: float = Field(0.0, ge=0.0)

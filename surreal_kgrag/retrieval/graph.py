@@ -25,6 +25,7 @@ from surrealdb import RecordID
 from .. import phrases
 from ..extract import NOUN_PHRASE
 from ..ids import concept_id
+from ..surql import CompiledFilter
 from .base import Request, exact_instead, grow, pool_used
 from .config import GraphConfig, RetrieverConfig
 from .fusion import Hit
@@ -32,7 +33,6 @@ from .hybrid import HybridRetriever, content_words
 from .plan import Concurrently, Plan, Query
 from .results import ConceptMatch, RetrievedDocument
 from .walk import Subgraph, WalkSettings, assemble, dense_reset, idf, personalized_pagerank
-
 
 _RECHECK_SECONDS = 60.0
 
@@ -68,7 +68,7 @@ class GraphRetriever(HybridRetriever):
                 "filtered": bool(request.filter.condition),
                 **request.filter.params,
             }
-            placeholders = {"candidates": candidates, "filter": request.filter}
+            placeholders: dict[str, int | CompiledFilter] = {"candidates": candidates, "filter": request.filter}
             queries.append(Query("search_fulltext", text_params, placeholders))
         results = yield Concurrently(tuple(queries))
         names = question_concepts(spans, results[0][-1], chunk_total, config)

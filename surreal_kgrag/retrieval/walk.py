@@ -78,9 +78,9 @@ def assemble(out: Mapping[str, Any], extra_chunks: Sequence[tuple[str, str]] = (
         flags[1] = flags[1] and bool(np_only)
     if pairs:
         keys = np.array(list(pairs), dtype=np.int64)
-        flags = np.array(list(pairs.values()), dtype=bool)
+        marks = np.array(list(pairs.values()), dtype=bool)
         sub.edge_chunk, sub.edge_concept = keys[:, 0], keys[:, 1]
-        sub.edge_own, sub.edge_np = flags[:, 0], flags[:, 1]
+        sub.edge_own, sub.edge_np = marks[:, 0], marks[:, 1]
     related = [
         (sub.concept_pos[a], sub.concept_pos[b])
         for a, b in out.get("relations") or []
