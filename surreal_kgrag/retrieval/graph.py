@@ -15,7 +15,6 @@ BM25 (and the KNN order, weight 0, which only fills up to k).
 from __future__ import annotations
 
 import math
-import time
 from collections import defaultdict
 from typing import Any, ClassVar
 
@@ -33,8 +32,6 @@ from .hybrid import HybridRetriever, content_words
 from .plan import Concurrently, Plan, Query
 from .results import ConceptMatch, RetrievedDocument
 from .walk import Subgraph, WalkSettings, assemble, dense_reset, idf, personalized_pagerank
-
-_RECHECK_SECONDS = 60.0
 
 
 class GraphRetriever(HybridRetriever):
@@ -115,12 +112,14 @@ class GraphRetriever(HybridRetriever):
         return (yield Query("graph_subgraph", params, placeholders))[-1]
 
     def _relations_present(self) -> Plan[bool]:
-        """Whether the store has LLM relations (asked again now and then: another process may add them)."""
-        cached = self._chunk_totals.lookup("relations")
-        if cached is not None and time.monotonic() - cached[1] <= _RECHECK_SECONDS:
-            return bool(cached[0])
+        """Whether the store has the LLM layer's relations table. Once it has, it keeps it; until
+        then each search asks (well under a millisecond), so relations written by another process or
+        retriever are walked from the next search on."""
+        if self._chunk_totals.lookup("relations"):
+            return True
         present = bool((yield Query("relations_present"))[-1])
-        self._chunk_totals.remember("relations", (present, time.monotonic()))
+        if present:
+            self._chunk_totals.remember("relations", True)
         return present
 
     def _walk(
