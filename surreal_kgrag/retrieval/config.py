@@ -82,3 +82,8 @@ class ConceptConfig(GraphConfig):
     fulltext: bool = Field(False, description="no BM25 channel")
     dense_seeds: bool = Field(False, description="the walk starts from the question's concepts only")
     dense_reset: float = Field(0.0, ge=0.0)
+    max_df: int = Field(
+        10, ge=1,
+        description="a named concept in more chunks than this is not walked from; with no other seeds, 5 cost "
+        "7 points of recall@5 on HotpotQA (79.0 against 86.2) and 0.3 on MuSiQue",
+    )
