@@ -39,7 +39,13 @@ __all__ = [
     "load_spacy",
     "normalise_concept",
     "resolve_extractor",
+    "title_aliases",
 ]
+
+TITLE_KIND = "metadata:title"
+"""``kind`` of a document's title concept."""
+ALIAS_KIND = "metadata:alias"
+"""``kind`` of the other names a title gives its document (see :func:`title_aliases`)."""
 
 NOUN_PHRASE = "NOUN_PHRASE"
 """``kind`` of concepts that come from noun chunks (entities use their label: PERSON, ORG, ...)."""
@@ -564,6 +570,11 @@ class MetadataConceptExtractor:
                 name = normalise_concept(item, keep_numeric=True)
                 if name is not None:
                     collected.add(name, " ".join(item.split()), f"metadata:{field}")
+                if field == "title":
+                    for alias in title_aliases(item):
+                        alias_name = normalise_concept(alias, keep_numeric=True)
+                        if alias_name is not None and alias_name != name:
+                            collected.add(alias_name, alias, ALIAS_KIND)
         return collected.mentions()
 
     def extract_documents(self, docs: Iterable[SourceDocument]) -> list[list[ConceptMention]]:
@@ -572,6 +583,24 @@ class MetadataConceptExtractor:
 
     def __repr__(self) -> str:
         return f"MetadataConceptExtractor(fields={self.fields!r})"
+
+
+_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+def title_aliases(title: str) -> list[str]:
+    """Shorter names a document's title gives it, by generic title conventions: without a trailing
+    parenthetical qualifier ("Toto (band)" -> "Toto") and without a comma-separated qualifier
+    ("Paris, Texas" -> "Paris"). Text elsewhere refers to the document by these names."""
+    title = " ".join(title.split())
+    aliases = []
+    base = _QUALIFIER.sub("", title)
+    if base and base != title:
+        aliases.append(base)
+    head = base.split(",")[0].strip()
+    if head and head != base:
+        aliases.append(head)
+    return aliases
 
 
 def _metadata_values(value: Any) -> list[str]:

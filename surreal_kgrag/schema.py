@@ -14,9 +14,11 @@ __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "IndexSettings", "aensure_schema", "e
 
 # 2: full-text search moved from `chunk.search_text` to the `chunk_text` table.
 # 3: the `term` table counts the chunks each analysed term occurs in (migrated from 2 on open).
-SCHEMA_VERSION = 3
+# 4: title and alias concepts with `own` edges, bridge edges (chunk -> another document's title).
+#    Derived from every document's text and title, so an older store is ingested again instead.
+SCHEMA_VERSION = 4
 # Older schema versions this one can bring up to date in place: version -> SurrealQL file.
-MIGRATIONS = {2: "migrate_v2_terms"}
+MIGRATIONS: dict[int, str] = {}
 
 
 def _index_steps(states: dict[str, IndexState], dimension: int, settings: IndexSettings) -> list[tuple[str, None, dict[str, Any]]]:

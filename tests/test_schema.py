@@ -9,7 +9,7 @@ from surrealdb import RecordID
 
 from surreal_kgrag import surql
 from surreal_kgrag.errors import QueryExecutionError, SchemaMismatchError
-from surreal_kgrag.schema import SCHEMA_VERSION, IndexSettings, ensure_schema, read_meta
+from surreal_kgrag.schema import SCHEMA_VERSION, IndexSettings, ensure_schema
 from surreal_kgrag.store import SurrealStore
 
 
@@ -107,20 +107,12 @@ def test_store_from_an_older_schema_asks_for_a_new_ingest():
             ensure_schema(store, dimension=4, embedder="e")
 
 
-def test_store_from_schema_2_gets_its_term_counts_on_open():
+@pytest.mark.parametrize("version", [2, 3])
+def test_store_from_before_the_graph_schema_asks_for_a_new_ingest(version):
+    """Schema 4 derives title, alias and bridge edges from every document: an older store is ingested again."""
     with SurrealStore("mem://") as store:
         ensure_schema(store, dimension=4, embedder="e")
-        texts = [
-            {"id": RecordID("chunk_text", f"d{i}::h::00000"), "chunk": RecordID("chunk", f"d{i}::h::00000"),
-             "doc": RecordID("document", f"d{i}"), "text": text}
-            for i, text in enumerate(["Lisbon harbour froze.", "Lisbon again, and again"])
-        ]
-        # A schema 2 store: chunk texts, but no term counts.
-        store.query("bulk_insert", {"documents": [], "chunks": [], "texts": texts, "concepts": [], "edges": []})
-        store.query("store_meta_write", {"meta": {"dimension": 4, "embedder": "e", "schema_version": 2}})
-        assert store.query("term_frequencies")[-1] == []
-
-        ensure_schema(store, dimension=4, embedder="e")
-        terms = dict(store.query("term_frequencies")[-1])
-        assert terms["lisbon"] == 2 and terms["harbour"] == 1 and terms["again"] == 1
-        assert read_meta(store)["schema_version"] == SCHEMA_VERSION == 3
+        store.query("store_meta_write", {"meta": {"dimension": 4, "embedder": "e", "schema_version": version}})
+        with pytest.raises(SchemaMismatchError, match=f"store schema {version}.*Ingest your documents again"):
+            ensure_schema(store, dimension=4, embedder="e")
+    assert SCHEMA_VERSION == 4

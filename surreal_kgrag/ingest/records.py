@@ -10,10 +10,14 @@ from typing import Any
 import numpy as np
 from surrealdb import RecordID
 
-from .. import wire
+from .. import phrases, wire
+from ..extract import ALIAS_KIND, NOUN_PHRASE, TITLE_KIND
 from ..ids import chunk_record_id, concept_id, document_id
 from ..models import ConceptMention, Relation, SourceDocument, TextChunk
 from .relations import relation_edges
+
+#: Concept kinds that name the document itself: their edges from its chunks are ``own`` edges.
+OWN_KINDS = frozenset({TITLE_KIND, ALIAS_KIND})
 
 
 @dataclass
@@ -41,6 +45,14 @@ class PreparedDocument:
     edges: list[dict[str, Any]]
     concepts: dict[str, ConceptMention]
     relations: list[dict[str, Any]] = field(default_factory=list)  # RELATES_TO edges
+    # Per chunk: capitalised n-grams of its text (phrases.spans), looked up against stored titles
+    # and aliases when the document is written (bridges.py).
+    phrases: list[list[phrases.Span]] = field(default_factory=list)
+
+    @property
+    def own_names(self) -> set[str]:
+        """Names of this document's title and aliases."""
+        return {name for name, m in self.concepts.items() if m.kind in OWN_KINDS}
 
     @property
     def size(self) -> int:
@@ -106,11 +118,17 @@ def prepare(work: DocumentWork, doc_concepts: list[ConceptMention], *, keep_text
             }
         )
         merged = _merge(mentions, doc_concepts)
+        own = {m.name for m in doc_concepts if m.kind in OWN_KINDS}
         for mention in merged:
-            prepared.concepts.setdefault(mention.name, mention)
-            prepared.edges.append({"in": chunk_id, "out": concept_id(mention.name), "doc": doc_id, "count": mention.count})
+            if mention.name in own:  # a title spaCy also found in the chunk is still the document's own
+                prepared.concepts[mention.name] = next(m for m in doc_concepts if m.name == mention.name)
+            else:
+                prepared.concepts.setdefault(mention.name, mention)
+            edge = {"in": chunk_id, "out": concept_id(mention.name), "doc": doc_id, "count": mention.count}
+            prepared.edges.append({**edge, "own": mention.name in own, "np": mention.kind == NOUN_PHRASE})
         if found:
             prepared.relations += relation_edges(chunk_id, doc_id, found, {m.name for m in merged}, access)
+        prepared.phrases.append(phrases.spans(chunk.content, capitalised_only=True))
     return prepared
 
 

@@ -16,6 +16,7 @@ from ..errors import QueryExecutionError
 from ..ids import concept_id
 from ..models import IngestSummary, LoadFailure
 from ..store import SurrealStore
+from .bridges import link
 from .concepts import ConceptClaims, concept_records, missing_concepts
 from .records import PreparedDocument, groups
 
@@ -88,9 +89,16 @@ class Writer:
 
     def _write(self, group: list[PreparedDocument]) -> int:
         """One transaction; returns how many concept records it sent for creation."""
+        bridges = link(self.store, group)  # adds forward bridges to the group's edges and concepts
         names = sorted({name for item in group for name in item.concepts})
         created = [
-            {**self.pending[name], "df": sum(name in item.concepts for item in group)} for name in names if name in self.pending
+            {
+                **self.pending[name],
+                "df": sum(name in item.concepts for item in group),
+                "titled": any(name in item.own_names for item in group),
+            }
+            for name in names
+            if name in self.pending
         ]
         self.store.query(
             "write_documents",
@@ -103,6 +111,7 @@ class Writer:
                 "texts": [t for item in group for t in item.texts],
                 "edges": [e for item in group for e in item.edges],
                 "relations": [r for item in group for r in item.relations],
+                "bridges": bridges,
             },
         )
         written = [c["name"] for c in created]

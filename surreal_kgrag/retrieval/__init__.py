@@ -5,11 +5,12 @@ written once as a sans-I/O plan (:mod:`.plan`) so the sync and async paths and t
 them -- then an optional reranker, and returns exactly ``k`` results when that many match.
 
 - ``ChunkRetriever``: KNN over chunk embeddings, grouped by document (``search_chunks.surql``).
-- ``ConceptRetriever``: KNN over concept embeddings, walked to the chunks that mention them.
-- ``HybridRetriever``: chunk vectors + BM25 on chunk content + the concepts named in the query,
+- ``ConceptRetriever``: the concepts the question names (stored names matched as phrases) seed a
+  Personalized PageRank over their chunks and those chunks' concepts (:mod:`.walk`).
+- ``HybridRetriever``: chunk vectors + BM25 on chunk content + the concepts the query names,
   fused by reciprocal rank (or weighted scores).
-- ``GraphRetriever``: hybrid, then expands from the best documents along ``MENTIONS_CONCEPT`` to
-  chunks of other documents that share rare concepts, for answers that span documents.
+- ``GraphRetriever``: multi-hop; the question's named concepts, nearest chunks and BM25 chunks seed
+  a Personalized PageRank over the bounded subgraph around them (one round trip), fused with BM25.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ..store import SurrealStore
 from .base import BaseRetriever, Request
 from .chunk import ChunkRetriever
 from .concept import ConceptRetriever
-from .config import GraphConfig, HybridConfig, Mode, RetrieverConfig
+from .config import ConceptConfig, GraphConfig, HybridConfig, Mode, RetrieverConfig
 from .filters import FilterError, compile_filter
 from .graph import GraphRetriever
 from .hybrid import HybridRetriever, content_words
@@ -34,6 +35,7 @@ __all__ = [
     "Channel",
     "ChunkHit",
     "ChunkRetriever",
+    "ConceptConfig",
     "ConceptMatch",
     "ConceptRetriever",
     "FilterError",

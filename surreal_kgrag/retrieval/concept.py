@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from .grouped import GroupedRetriever
+from typing import ClassVar
+
+from .config import ConceptConfig, RetrieverConfig
+from .graph import GraphRetriever
 
 
-class ConceptRetriever(GroupedRetriever):
-    """Concept-based retrieval: nearest concepts, then the chunks that mention them, grouped by
-    document (``search_concepts.surql``)."""
+class ConceptRetriever(GraphRetriever):
+    """Concept-based retrieval: the concepts the question names (stored names matched as phrases in
+    it) seed a Personalized PageRank over their chunks and the concepts those chunks mention; no
+    dense seeds, no BM25. The KNN chunks fill the ranking up to k when the walk finds fewer
+    documents. The published pattern (KNN over concept embeddings walked to chunks) is kept as
+    ``search_concepts_published.surql`` for comparison."""
 
     mode = "concept"
-    query_file = "search_concepts"
-    default_candidates = 10
-    filtered_chunk_knn = False  # the concept KNN is not filtered; the walk to the chunks is
+    config_class: ClassVar[type[RetrieverConfig]] = ConceptConfig
+    config: ConceptConfig

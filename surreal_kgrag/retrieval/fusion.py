@@ -92,14 +92,6 @@ def _fused(
     return scores
 
 
-def graph_hits(paths: list[dict[str, Any]], chunks: list[dict[str, Any]], limit: int) -> list[Hit]:
-    """The best ``limit`` paths, each scored by the chunk it reaches (chunks the filter dropped are absent)."""
-    reached = {str(row["chunk"].id): row for row in chunks}
-    rows = [{**path, **reached[key]} for path in paths if (key := str(path["chunk"].id)) in reached]
-    rows.sort(key=lambda row: -row["score"])
-    return [Hit.of(row, "graph") for row in rows[:limit]]
-
-
 def best_per_document(hits: list[Hit]) -> list[tuple[str, float]]:
     best: dict[str, float] = {}
     for hit in hits:  # sorted best first

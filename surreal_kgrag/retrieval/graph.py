@@ -1,44 +1,210 @@
-"""Graph retrieval: hybrid, then one hop along shared rare concepts."""
+"""Graph retrieval: Personalized PageRank over the bounded subgraph around the question.
+
+Per question, two database round trips before hydration:
+
+1. the question's candidate names (every n-gram, :mod:`surreal_kgrag.phrases`) looked up among the
+   stored concepts (``graph_names.surql``), at the same time as the BM25 channel;
+2. the subgraph around the seeds (``graph_subgraph.surql``): KNN chunks, the chunks of the concepts
+   the question names, the BM25 chunks, their concepts and those concepts' other chunks, all
+   within the caller's scope.
+
+The walk (:mod:`.walk`) runs client-side on that subgraph and its document ranking is fused with
+BM25 (and the KNN order, weight 0, which only fills up to k).
+"""
 
 from __future__ import annotations
 
-from typing import ClassVar
+import math
+from collections import defaultdict
+from typing import Any, ClassVar
 
+import numpy as np
 from surrealdb import RecordID
 
-from .base import Request
+from .. import phrases
+from ..extract import NOUN_PHRASE
+from ..ids import concept_id
+from ..surql import CompiledFilter
+from .base import Request, exact_instead, grow, pool_used
 from .config import GraphConfig, RetrieverConfig
-from .fusion import Hit, graph_hits
-from .hybrid import HybridRetriever
-from .plan import Plan, Query
-from .results import RetrievedDocument
+from .fusion import Hit
+from .hybrid import HybridRetriever, content_words
+from .plan import Concurrently, Plan, Query
+from .results import ConceptMatch, RetrievedDocument
+from .walk import Subgraph, WalkSettings, assemble, dense_reset, idf, personalized_pagerank
 
 
 class GraphRetriever(HybridRetriever):
-    """Hybrid retrieval, then one hop along the graph: from the chunks of the best documents to the
-    concepts they mention (only rare ones, ``max_df``), to other documents' chunks that mention them,
-    scored by similarity to the query. Bridge documents join the fusion as a fourth channel."""
+    """Multi-hop retrieval: the question's named concepts and nearest chunks seed a Personalized
+    PageRank over the subgraph around them, whose bridges (a chunk naming another document) carry
+    the walk to documents that dense search alone does not reach."""
 
     mode = "graph"
     config_class: ClassVar[type[RetrieverConfig]] = GraphConfig
     config: GraphConfig
+    default_candidates = 20
+
+    def _analyze(self, request: Request) -> Plan[None]:
+        """No spaCy pass: the question's names are found by phrase lookup in ``_plan``."""
+        return
+        yield  # pragma: no cover - makes this a generator
 
     def _plan(self, request: Request) -> Plan[list[RetrievedDocument]]:
-        channels = yield from self.channels(request)
-        ranking = self.fuse(channels)
-        seeds = [doc for doc, _ in ranking[: self.config.seeds]]
-        if seeds:
-            params = {
-                "seeds": [RecordID("document", doc) for doc in seeds],
-                "embedding": request.vector,
-                "max_df": self.config.max_df,
+        config = self.config
+        spans = phrases.spans(request.query, plurals=True)
+        chunk_total = yield from self._chunk_total(request)
+        candidates: int | None = self._candidates(request)
+        assert candidates is not None
+        queries = [Query("graph_names", {"ids": [concept_id(name) for name in phrases.names(spans)]})]
+        words = content_words(request.query) if config.fulltext else []
+        if words:
+            text_params = {
+                "words": words,
+                "max_df": math.ceil(config.text_max_df * chunk_total),
+                "max_matches": config.text_max_matches,
                 "filtered": bool(request.filter.condition),
                 **request.filter.params,
             }
-            out = (yield Query("expand_graph", params, {"filter": request.filter}))[-1]
-            graph = graph_hits(out["paths"], out["chunks"], self.config.max_paths)
-            # The seeds lead the graph channel, so the hop adds to them instead of outranking them.
-            lead = [Hit(doc=doc, chunk="", score=2.0, channel="graph") for doc in seeds]
-            ranking = self.fuse({**channels, "graph": lead + graph})
-            channels = {**channels, "graph": graph}
+            placeholders: dict[str, int | CompiledFilter] = {"candidates": candidates, "filter": request.filter}
+            queries.append(Query("search_fulltext", text_params, placeholders))
+        results = yield Concurrently(tuple(queries))
+        names = question_concepts(spans, results[0][-1], chunk_total, config)
+        text = [Hit.of(row, "text") for row in results[1][-1]] if words else []
+        text.sort(key=lambda h: -h.score)
+        exact = False
+        while candidates is not None:
+            out = yield from self._subgraph(request, names, text, candidates, exact)
+            fetched = len(out["knn"])
+            if not exact and exact_instead(request, fetched, candidates):
+                exact = True
+                continue
+            sub = assemble(out, [(hit.chunk, hit.doc) for hit in text])
+            found = len(set(sub.docs))
+            candidates = grow(candidates, found, request.fetch, fetched if exact else pool_used(request, fetched, candidates))
+        channels = {
+            "graph": self._walk(request, sub, out, names, chunk_total),
+            "text": text,
+            "vector": sorted(
+                (Hit(doc=doc, chunk=chunk, score=score, channel="vector") for chunk, doc, score in out["knn"]), key=lambda h: -h.score
+            ),
+        }
+        ranking = self.fuse({mode: hits for mode, hits in channels.items() if mode in config.weights})
         return (yield from self._hydrate(request, ranking, channels))
+
+    def _subgraph(
+        self, request: Request, names: dict[str, tuple[float, int]], text: list[Hit], candidates: int, exact: bool
+    ) -> Plan[dict[str, Any]]:
+        config = self.config
+        relations = yield from self._relations_present()
+        params = {
+            "embedding": request.vector,
+            "exact": exact,
+            "named": [concept_id(name) for name, (_, n) in names.items() if n <= config.max_df],
+            "text_chunks": [RecordID("chunk", hit.chunk) for hit in text],
+            "dense_seeds": config.dense_seeds,
+            "max_df": config.max_df,
+            "hop2": config.hop2,
+            "relations": relations,
+            "filtered": bool(request.filter.condition),
+            **request.filter.params,
+        }
+        placeholders = self._knn_placeholders(request, candidates)
+        return (yield Query("graph_subgraph", params, placeholders))[-1]
+
+    def _relations_present(self) -> Plan[bool]:
+        """Whether the store has the LLM layer's relations table. Once it has, it keeps it; until
+        then each search asks (well under a millisecond), so relations written by another process or
+        retriever are walked from the next search on."""
+        if self._chunk_totals.lookup("relations"):
+            return True
+        present = bool((yield Query("relations_present"))[-1])
+        if present:
+            self._chunk_totals.remember("relations", True)
+        return present
+
+    def _walk(
+        self, request: Request, sub: Subgraph, out: dict[str, Any], names: dict[str, tuple[float, int]], chunk_total: int
+    ) -> list[Hit]:
+        """The walk's chunk hits: documents by summed visit probability, each document's chunks best first."""
+        config = self.config
+        if not sub.chunks:
+            return []
+        counts = np.zeros(len(sub.concepts))
+        for concept, n in out["counts"] + out["related_counts"]:
+            pos = sub.concept_pos.get(concept)
+            if pos is not None:
+                counts[pos] = n
+        for name, (_, n) in names.items():
+            if name in sub.concept_pos:
+                counts[sub.concept_pos[name]] = n
+        if request.filter.condition:  # a concept whose edges were all read counts only those in scope
+            scoped = np.bincount(sub.edge_concept, minlength=len(sub.concepts))
+            counts = np.where(counts <= config.max_df, np.minimum(counts, scoped), counts)
+        rarity = idf(np.maximum(counts, 1), chunk_total)
+        concept_reset = {sub.concept_pos[name]: w for name, (w, _) in names.items() if name in sub.concept_pos}
+        chunk_reset: dict[int, float] = {}
+        if config.dense_seeds and config.dense_reset > 0 and out["knn"]:
+            weights = dense_reset([score for _, _, score in out["knn"]], config.dense_temperature)
+            for (chunk, _, _), weight in zip(out["knn"], weights):
+                pos = sub.chunk_pos[chunk]
+                chunk_reset[pos] = chunk_reset.get(pos, 0.0) + config.dense_reset * float(weight)
+        if concept_reset:  # both kinds of seeds carry their own total mass
+            total = sum(concept_reset.values())
+            concept_reset = {pos: w / total for pos, w in concept_reset.items()}
+        settings = WalkSettings(
+            damping=config.damping,
+            iterations=config.iterations,
+            own_share=config.own_share,
+            np_weight=config.np_weight,
+            gamma=config.gamma,
+            relation_share=config.relation_share,
+        )
+        scores = personalized_pagerank(sub, rarity, concept_reset, chunk_reset, settings)
+        return _ranked_hits(sub, scores, names)
+
+
+def question_concepts(
+    spans: list[phrases.Span], rows: list[dict[str, Any]], chunk_total: int, config: GraphConfig
+) -> dict[str, tuple[float, int]]:
+    """The stored names the question contains (longest, non-overlapping; titles before entities
+    before noun phrases), each with its weight (match quality x rarity) and chunk count."""
+    found = {str(row["id"].id): row for row in rows if row.get("n")}
+
+    def tier(name: str) -> int | None:
+        row = found.get(name)
+        if row is None:
+            return None
+        return 0 if row.get("titled") else 2 if row.get("kind") == NOUN_PHRASE else 1
+
+    out: dict[str, tuple[float, int]] = {}
+    for span in phrases.longest_matches(spans, tier):
+        row = found[span.name]
+        quality = config.question_np if row.get("kind") == NOUN_PHRASE and not row.get("titled") else 1.0
+        if not span.capitalised:
+            quality *= config.question_lowercase
+        n = int(row["n"])
+        weight = quality * float(idf(np.array([n]), chunk_total)[0]) ** config.question_rarity
+        if weight > out.get(span.name, (0.0, n))[0]:
+            out[span.name] = (weight, n)
+    return out
+
+
+def _ranked_hits(sub: Subgraph, scores: np.ndarray, names: dict[str, tuple[float, int]]) -> list[Hit]:
+    doc_score: dict[str, float] = defaultdict(float)
+    for pos, score in enumerate(scores):
+        if score > 0:
+            doc_score[sub.docs[pos]] += float(score)
+    concepts_of: dict[int, list[int]] = defaultdict(list)
+    for c, k in zip(sub.edge_chunk.tolist(), sub.edge_concept.tolist()):
+        concepts_of[c].append(k)
+    by_doc: dict[str, list[int]] = defaultdict(list)
+    for pos in np.argsort(-scores, kind="stable").tolist():
+        if scores[pos] > 0:
+            by_doc[sub.docs[pos]].append(pos)
+    hits = []
+    for doc in sorted(doc_score, key=lambda d: -doc_score[d]):
+        for pos in by_doc[doc]:
+            led = [sub.concepts[k] for k in concepts_of[pos] if sub.concepts[k] in names]
+            matches = [ConceptMatch(id=name, name=name, score=names[name][0]) for name in led]
+            hits.append(Hit(doc=doc, chunk=sub.chunks[pos], score=float(scores[pos]), channel="graph", concepts=matches))
+    return hits

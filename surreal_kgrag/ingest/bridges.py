@@ -1,0 +1,96 @@
+"""Bridge edges: a chunk of document A names document B (its title or an alias of it).
+
+Multi-hop questions travel along such edges ("the film was directed by Jane Campion" -> the Jane
+Campion document). spaCy links many of them already (an entity whose name is B's title is B's
+title concept: concept ids are names); phrase matching finds the rest, in both ingest orders:
+
+- *forward*: the capitalised n-grams of the group's chunks that are stored (or in-group) titles or
+  aliases become edges from those chunks;
+- *reverse*: a title or alias that was no document's name before this group is searched in the
+  stored chunk texts (full-text, every word), and the chunks that contain it as a capitalised
+  phrase get an edge to it.
+
+The writer calls :func:`link` just before it writes a group, after every earlier group of the run is
+committed; the reverse edges go into the same transaction (``write_documents.surql``), which skips
+those whose chunk has gone or already has the edge. Two processes writing at the same moment can
+miss a bridge between their groups (each looks before the other commits); ingesting either
+document again restores it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from surrealdb import RecordID
+
+from .. import phrases
+from ..ids import concept_id, document_id
+from ..models import ConceptMention
+from ..store import SurrealStore
+from .records import PreparedDocument
+
+#: Chunks a reverse search reads per name: a name in more chunks than this links little.
+REVERSE_LIMIT = 50
+BRIDGE_KIND = "phrase"
+
+
+def link(store: SurrealStore, group: list[PreparedDocument]) -> list[dict[str, Any]]:
+    """Add forward bridges to the group's chunks (their edges and concepts) and return the reverse
+    bridge edges from stored chunks to the group's new titles and aliases."""
+    own = {name for item in group for name in item.own_names}
+    candidates = {span.name for item in group for chunk in item.phrases for span in chunk}
+    if not candidates and not own:
+        return []
+    rows = store.query("title_concepts", {"ids": [concept_id(n) for n in sorted(candidates | own)]})[-1]
+    stored_titles = {str(rid.id) for rid in rows}
+    titles = stored_titles | own
+    for item in group:
+        _forward(item, titles)
+    fresh = sorted(own - stored_titles)
+    if not fresh:
+        return []
+    return _reverse(store, group, fresh)
+
+
+def _forward(item: PreparedDocument, titles: set[str]) -> None:
+    mine = item.own_names
+    edges_by_chunk: dict[str, set[str]] = {}
+    for edge in item.edges:
+        edges_by_chunk.setdefault(str(edge["in"].id), set()).add(str(edge["out"].id))
+    for chunk, spans in zip(item.chunks, item.phrases, strict=True):
+        linked = edges_by_chunk.setdefault(str(chunk["id"].id), set())
+        for span in phrases.longest_matches(spans, lambda name: 0 if name in titles else None):
+            if span.name in mine or span.name in linked:
+                continue
+            linked.add(span.name)
+            item.concepts.setdefault(span.name, ConceptMention(name=span.name, display=span.text, kind=BRIDGE_KIND))
+            item.edges.append({"in": chunk["id"], "out": concept_id(span.name), "doc": chunk["doc"], "count": 1, "own": False})
+
+
+def _reverse(store: SurrealStore, group: list[PreparedDocument], fresh: list[str]) -> list[dict[str, Any]]:
+    display = {name: item.concepts[name].display for item in group for name in item.own_names}
+    params = {
+        "names": [{"id": concept_id(name), "text": display[name]} for name in fresh],
+        "doc_ids": [document_id(item.doc.key) for item in group],
+        "limit": REVERSE_LIMIT,
+    }
+    found = store.query("title_mentions", params)[-1]
+    edges = []
+    for entry in found:
+        name = str(entry["name"].id)
+        for hit in entry["hits"]:
+            text = _without_title(hit["text"], hit.get("title"))
+            matches = phrases.longest_matches(phrases.spans(text, capitalised_only=True), {name: 0})
+            if matches:
+                chunk: RecordID = hit["chunk"]
+                edges.append({"in": chunk, "out": entry["name"], "doc": hit["doc"], "count": len(matches), "own": False})
+    return edges
+
+
+def _without_title(text: str, title: str | None) -> str:
+    """A chunk's full-text row is its text under its document's title; the title is not a mention."""
+    if title:
+        prefix = f"{title.strip()}\n"
+        if text.startswith(prefix):
+            return text[len(prefix) :]
+    return text

@@ -1,0 +1,235 @@
+"""The concept graph the graph and concept modes walk: titles, aliases, bridges in either ingest order,
+delete consistency, phrase matching of stored names, Personalized PageRank, scope and RELATES_TO."""
+
+from __future__ import annotations
+
+import pytest
+from surrealdb import RecordID
+
+from surreal_kgrag import Ingestor, SurrealStore
+from surreal_kgrag.chunking import SentenceChunker
+from surreal_kgrag.extract import CallableConceptExtractor, title_aliases
+from surreal_kgrag.ingest.config import IngestConfig
+from surreal_kgrag.llm.extraction import Relation
+from surreal_kgrag.llm.relations import relation_edges, write_relations
+from surreal_kgrag.models import SourceDocument
+from surreal_kgrag.phrases import longest_matches, spans
+from surreal_kgrag.retrieval import make_retriever
+from surreal_kgrag.surql import NO_FILTER
+
+CHUNKER = SentenceChunker(max_tokens=24, overlap_tokens=0)
+
+# Two-hop corpus: the question names the opera; its composer's document never mentions operas.
+OPERA = [
+    ("silverlake", "Silverlake (opera)", "Silverlake is an opera in three acts about a drowned village. "
+     "The music of Silverlake was written by Tomas Brandvold for the royal theatre. It premiered in the winter of 1911 "
+     "and was revived in 1950 with new scenery."),
+    ("brandvold", "Tomas Brandvold", "Tomas Brandvold grew up in a fishing village near Tromso in Norway. "
+     "He studied the organ in Leipzig and later taught harmony. Tomas Brandvold wrote psalms, songs and a violin sonata."),
+    ("verdi", "Aida", "Aida is an opera by an Italian composer who was born in the village of Le Roncole. "
+     "The opera composer was born in Italy and wrote many operas for La Scala."),
+    ("carmen", "Carmen", "Carmen is an opera whose composer was born in Paris, France. "
+     "Its composer was born in France and the opera premiered at the Opera-Comique."),
+    ("tosca", "Tosca", "Tosca is an opera whose composer was born in Lucca. The composer of this opera was born in "
+     "the Duchy of Lucca and studied in Milan."),
+    ("ring", "The Ring Cycle", "The Ring Cycle is a set of operas by a German composer born in Leipzig. "
+     "The composer of these operas was born in Saxony."),
+]
+QUESTION = "In which country was the composer of the opera Silverlake born?"
+
+
+def _docs(rows, access=("public",)):
+    return [SourceDocument(key=key, title=title, text=text, source=f"{key}.txt", access=list(access)) for key, title, text in rows]
+
+
+def _ingest(store, minilm, extractor, docs):
+    config = IngestConfig(chunker=CHUNKER)
+    return Ingestor(store, embedder=minilm, extractor=extractor, config=config).ingest(docs)
+
+
+def _edges(store):
+    """(document key, concept, own) of every mention edge, after checking the store is sound."""
+    problems = store.query("check_integrity")[-1]
+    assert not any(problems.values()), problems
+    return {(str(r["in"].id).split("::")[0], str(r["out"].id), r["own"]) for r in store.query("mention_edges")[-1]}
+
+
+def _chunk_count(store, key):
+    return store.query("get_document", {"ids": [RecordID("document", key)]})[-1][0]["chunk_count"]
+
+
+# -- titles, aliases, bridges ----------------------------------------------------------------------
+
+
+def test_title_aliases_follow_generic_conventions():
+    assert title_aliases("Toto (band)") == ["Toto"]
+    assert title_aliases("Paris, Texas") == ["Paris"]
+    assert title_aliases("Jackson, Mississippi (film)") == ["Jackson, Mississippi", "Jackson"]
+    assert title_aliases("Jane Campion") == []
+
+
+NOVEL = [
+    ("harbour", "The Quiet Harbour (novel)", "The novel follows a lighthouse keeper through one winter. "
+     "Critics praised its spare prose and its ending. It was reprinted four times."),
+    ("ames", "Edith Ames", "Edith Ames was a writer from Cornwall. In 1931 she published The Quiet Harbour, "
+     "her best known book. She later moved to London and wrote plays."),
+]
+
+
+def _no_concepts(text):
+    return []
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_bridges_are_found_in_either_ingest_order_by_phrase_matching(minilm, order):
+    """No extractor concepts at all: the bridge from Edith Ames's chunk to the novel's alias comes
+    from phrase matching of the stored alias alone, whichever document is ingested first (two runs)."""
+    extractor = CallableConceptExtractor(_no_concepts)
+    with SurrealStore("mem://") as store:
+        for i in order:
+            _ingest(store, minilm, extractor, _docs([NOVEL[i]]))
+        edges = _edges(store)
+        assert ("ames", "quiet harbour", False) in edges
+        assert ("harbour", "quiet harbour", True) in edges
+        assert ("harbour", "quiet harbour (novel", True) in edges
+        # every chunk of the novel carries its own title and alias; none of Edith Ames's does
+        chunks = _chunk_count(store, "harbour")
+        assert chunks >= 2
+        concept = store.query("graph_names", {"ids": [RecordID("concept", "quiet harbour")]})[-1][0]
+        assert concept["titled"] is True and concept["n"] == chunks + 1  # its own chunks and the bridge
+
+
+def test_both_orders_and_one_run_give_the_same_graph(minilm, spacy_extractor):
+    graphs = []
+    for runs in ([NOVEL[:1], NOVEL[1:]], [NOVEL[1:], NOVEL[:1]], [NOVEL]):
+        with SurrealStore("mem://") as store:
+            for rows in runs:
+                _ingest(store, minilm, spacy_extractor, _docs(rows))
+            graphs.append((_edges(store), store.query("concept_frequencies")[-1]))
+    assert graphs[0] == graphs[1] == graphs[2]
+    assert ("ames", "quiet harbour", False) in graphs[0][0]
+
+
+def test_delete_keeps_bridges_and_counts_consistent(minilm):
+    extractor = CallableConceptExtractor(_no_concepts)
+    with SurrealStore("mem://") as store:
+        ingestor = Ingestor(store, embedder=minilm, extractor=extractor, config=IngestConfig(chunker=CHUNKER))
+        ingestor.ingest(_docs(NOVEL))
+        assert ingestor.delete(["harbour"]) == 1
+        edges = _edges(store)
+        assert edges == {("ames", "edith ames", True), ("ames", "quiet harbour", False)}
+        row = store.query("graph_names", {"ids": [RecordID("concept", "quiet harbour")]})[-1][0]
+        assert row["titled"] is False and row["n"] == 1  # still mentioned, no longer a title
+        # the novel comes back: its alias is a title again and the old bridge is not duplicated
+        ingestor.ingest(_docs(NOVEL[:1]))
+        assert ("ames", "quiet harbour", False) in _edges(store)
+        assert store.query("graph_names", {"ids": [RecordID("concept", "quiet harbour")]})[-1][0]["titled"] is True
+        ingestor.delete(["ames", "harbour"])
+        assert _edges(store) == set()
+        assert store.query("graph_names", {"ids": [RecordID("concept", "quiet harbour")]})[-1] == []
+
+
+# -- phrase matching -------------------------------------------------------------------------------
+
+
+def test_longest_match_wins_and_matches_do_not_overlap():
+    found = spans("Who founded the New York City Ballet in New York?", plurals=True)
+    stored = {"new york city ballet": 1, "new york": 1, "york": 1, "city": 2, "ballet": 2}
+    matched = longest_matches(found, stored)
+    assert [m.name for m in matched] == ["new york city ballet", "new york"]
+
+
+def test_better_tiers_are_matched_first_then_the_rest_of_the_text():
+    found = spans("Did Jane Campion Award winners attend?")
+    # "campion award" is a title (tier 0) and wins over the longer entity span it overlaps
+    matched = longest_matches(found, {"jane campion award winners": 2, "campion award": 0, "jane": 1})
+    assert [m.name for m in matched] == ["jane", "campion award"]
+
+
+def test_names_written_lower_case_are_marked():
+    found = {s.name: s for s in spans("Who wrote the piano concerto for The Piano?")}
+    assert not found["piano concerto"].capitalised
+    assert found["piano"].capitalised  # the last "Piano" (a later span with the same name is kept separately)
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    ["Robert'); DROP TABLE chunk;--", "a ⟨b⟩ `c` \"d\"", "x; REMOVE TABLE chunk; -- /* */", "\u202eevil\u202c name", "nul\x00byte"],
+)
+def test_hostile_titles_and_questions_are_data(minilm, hostile):
+    with SurrealStore("mem://") as store:
+        docs = [SourceDocument(key="h", title=hostile, text=f"This page is about {hostile} and nothing else.", source="h.txt"),
+                SourceDocument(key="o", title="Other", text=f"Another page names {hostile} too.", source="o.txt")]
+        _ingest(store, minilm, CallableConceptExtractor(_no_concepts), docs)
+        for mode in ("graph", "concept"):
+            result = make_retriever(mode, store, embedder=minilm).search(f"What is {hostile}?", k=2)
+            assert {d.id for d in result.documents} == {"h", "o"}
+        assert store.query("count_chunks", {"filtered": False}, filter=NO_FILTER)[-1] >= 2
+        titles = {row["title"] for row in store.query("get_document", {"ids": [RecordID("document", "h")]})[-1]}
+        assert titles == {hostile}
+
+
+# -- the walk --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def opera_store(minilm, spacy_extractor):
+    with SurrealStore("mem://") as store:
+        summary = _ingest(store, minilm, spacy_extractor, _docs(OPERA))
+        assert summary.chunks >= 2 * len(OPERA)
+        yield store
+
+
+def test_ppr_finds_the_second_hop_dense_search_misses(opera_store, minilm):
+    dense = make_retriever("chunk", opera_store, embedder=minilm).search(QUESTION, k=2)
+    assert dense.documents[0].id == "silverlake"
+    assert "brandvold" not in {d.id for d in dense.documents}, "the corpus must defeat dense search"
+    for mode in ("graph", "concept"):
+        result = make_retriever(mode, opera_store, embedder=minilm).search(QUESTION, k=2)
+        assert {d.id for d in result.documents} == {"silverlake", "brandvold"}, mode
+        paths = [p for d in result.documents for p in d.provenance if p.channel == "graph"]
+        assert any(p.concept and p.concept.name == "silverlake" for p in paths)
+
+
+def test_graph_mode_returns_k_documents_and_works_async(opera_store, minilm):
+    import asyncio
+
+    retriever = make_retriever("graph", opera_store, embedder=minilm)
+    assert len(retriever.search("opera", k=6).documents) == 6
+    result = asyncio.run(retriever.asearch(QUESTION, k=3))
+    assert [d.id for d in result.documents][:2] == [d.id for d in retriever.search(QUESTION, k=3).documents][:2]
+
+
+def test_the_walk_never_leaves_the_scope(minilm, spacy_extractor):
+    """The composer's document is secret: a public caller's walk cannot reach it through the bridge,
+    an unrestricted one does."""
+    with SurrealStore("mem://") as store:
+        docs = _docs([r for r in OPERA if r[0] != "brandvold"]) + _docs([OPERA[1]], access=("secret",))
+        _ingest(store, minilm, spacy_extractor, docs)
+        for mode in ("graph", "concept"):
+            public = make_retriever(mode, store, embedder=minilm, access=["public"]).search(QUESTION, k=5)
+            assert "brandvold" not in {d.id for d in public.documents}
+            assert all(p.document_id != "brandvold" for d in public.documents for p in d.provenance)
+            everyone = make_retriever(mode, store, embedder=minilm).search(QUESTION, k=2)
+            assert "brandvold" in {d.id for d in everyone.documents}
+
+
+def test_relates_to_edges_join_the_walk(minilm):
+    """With no extractor concepts and no name in the text, only an LLM relation links the two documents."""
+    extractor = CallableConceptExtractor(lambda text: ["kestrel project"] if "Kestrel" in text else [])
+    rows = [
+        ("kestrel", "Kestrel Project", "The Kestrel Project built a glider in a barn. The glider flew twice in 1903."),
+        ("barn", "Hollins Farm", "Hollins Farm keeps sheep on the moor. Its barn has a long wooden roof."),
+        ("other", "Early Aircraft", "Early aircraft such as gliders were built by inventors in workshops and sheds."),
+    ]
+    with SurrealStore("mem://") as store:
+        _ingest(store, minilm, extractor, _docs(rows))
+        question = "Where did the Kestrel Project build its aircraft?"
+        retriever = make_retriever("concept", store, embedder=minilm)
+        before = [d.id for d in retriever.search(question, k=3).documents]
+        chunk = store.query("get_document", {"ids": [RecordID("document", "kestrel")]})[-1][0]["chunks"][0]["id"]
+        edges = relation_edges(chunk, RecordID("document", "kestrel"), [Relation(subject="kestrel project", type="built_at", object="hollins farm")], ["public"])
+        write_relations(store, [RecordID("document", "kestrel")], edges)
+        after = [d.id for d in retriever.search(question, k=3).documents]
+        assert before[0] == after[0] == "kestrel"
+        assert after[1] == "barn" and before.index("barn") > 1
