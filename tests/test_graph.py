@@ -3,6 +3,8 @@ delete consistency, phrase matching of stored names, Personalized PageRank, scop
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from surrealdb import RecordID
 
@@ -10,9 +12,7 @@ from surreal_kgrag import Ingestor, SurrealStore
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.extract import CallableConceptExtractor, title_aliases
 from surreal_kgrag.ingest.config import IngestConfig
-from surreal_kgrag.llm.extraction import Relation
-from surreal_kgrag.llm.relations import relation_edges, write_relations
-from surreal_kgrag.models import SourceDocument
+from surreal_kgrag.models import ChunkGraph, ConceptMention, LLMIngestStats, Relation, SourceDocument
 from surreal_kgrag.phrases import longest_matches, spans
 from surreal_kgrag.retrieval import make_retriever
 from surreal_kgrag.surql import NO_FILTER
@@ -214,22 +214,50 @@ def test_the_walk_never_leaves_the_scope(minilm, spacy_extractor):
             assert "brandvold" in {d.id for d in everyone.documents}
 
 
+class _RelationExtractor:
+    """A graph extractor (the LLM extractor's protocol, no model): fixed names per chunk, and one
+    relation between two names of the Kestrel chunk when ``relate``."""
+
+    def __init__(self, relate: bool) -> None:
+        self.relate = relate
+
+    def _names(self, text: str) -> list[str]:
+        return ["kestrel project", "hollins farm"] if "Kestrel" in text else []
+
+    def extract(self, texts):
+        return [[ConceptMention(name=n, display=n, kind="ORG") for n in self._names(t)] for t in texts]
+
+    def extract_graph(self, texts):
+        relation = Relation(subject="kestrel project", type="built_at", object="hollins farm")
+        chunks = [
+            ChunkGraph(mentions=mentions, relations=[relation] if self.relate and mentions else [])
+            for mentions in self.extract(texts)
+        ]
+        return SimpleNamespace(chunks=chunks, ingest_stats=LLMIngestStats)
+
+
 def test_relates_to_edges_join_the_walk(minilm):
-    """With no extractor concepts and no name in the text, only an LLM relation links the two documents."""
-    extractor = CallableConceptExtractor(lambda text: ["kestrel project"] if "Kestrel" in text else [])
+    """The same store with and without one LLM relation (kestrel project -> hollins farm): the
+    relation is written with its chunk, and the walk runs over it."""
     rows = [
         ("kestrel", "Kestrel Project", "The Kestrel Project built a glider in a barn. The glider flew twice in 1903."),
         ("barn", "Hollins Farm", "Hollins Farm keeps sheep on the moor. Its barn has a long wooden roof."),
         ("other", "Early Aircraft", "Early aircraft such as gliders were built by inventors in workshops and sheds."),
     ]
-    with SurrealStore("mem://") as store:
-        _ingest(store, minilm, extractor, _docs(rows))
-        question = "Where did the Kestrel Project build its aircraft?"
-        retriever = make_retriever("concept", store, embedder=minilm)
-        before = [d.id for d in retriever.search(question, k=3).documents]
-        chunk = store.query("get_document", {"ids": [RecordID("document", "kestrel")]})[-1][0]["chunks"][0]["id"]
-        edges = relation_edges(chunk, RecordID("document", "kestrel"), [Relation(subject="kestrel project", type="built_at", object="hollins farm")], ["public"])
-        write_relations(store, [RecordID("document", "kestrel")], edges)
-        after = [d.id for d in retriever.search(question, k=3).documents]
-        assert before[0] == after[0] == "kestrel"
-        assert after[1] == "barn" and before.index("barn") > 1
+    question = "Where did the Kestrel Project build its aircraft?"
+    ranked = {}
+    for relate in (False, True):
+        with SurrealStore("mem://") as store:
+            summary = _ingest(store, minilm, _RelationExtractor(relate), _docs(rows))
+            assert summary.failed == 0, summary.failures
+            relations = store.query(
+                "tool_concept_relations", {"concept": RecordID("concept", "kestrel project"), "limit": 10, "scoped": False},
+                scope=NO_FILTER,
+            )[-1]
+            assert [(r["subject"], r["type"], r["object"]) for r in relations] == (
+                [("kestrel project", "built_at", "hollins farm")] if relate else []
+            )
+            found = make_retriever("concept", store, embedder=minilm).search(question, k=3).documents
+            ranked[relate] = [d.id for d in found]
+    assert ranked[True][0] == ranked[False][0] == "kestrel"
+    assert ranked[True][1] == "barn"  # the walk reaches the farm through the relation as well
