@@ -1,6 +1,6 @@
 """A LlamaIndex RetrieverQueryEngine over a surreal-kgrag store of examples/data.
 
-    python examples/llama_index_query_engine.py "Which element did the Curies discover?" [--mode concept] [--db mem://]
+    python examples/llama_index_query_engine.py "Which element did the Curies discover?" [--mode hybrid] [--db mem://]
 
 Offline by default: without OPENAI_API_KEY the engine's LLM is LlamaIndex's MockLLM (it echoes its
 prompt; the retrieval is real). With OPENAI_API_KEY set it uses OpenAI ($OPENAI_MODEL, default
@@ -38,7 +38,7 @@ def llm() -> LLM:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("question", nargs="?", default="Which element did the Curies discover?")
-    parser.add_argument("--mode", default="concept", help="retrieval mode: chunk, concept (hybrid, graph when available)")
+    parser.add_argument("--mode", default="hybrid", help="retrieval mode: chunk, concept, hybrid, graph")
     parser.add_argument("--db", default="mem://", help="store URL (default: a private in-memory store)")
     parser.add_argument("-k", type=int, default=3)
     args = parser.parse_args()
