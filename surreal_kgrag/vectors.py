@@ -41,7 +41,15 @@ from .retrieval.plan import Plan, Query
 from .store import SurrealStore, checked_int
 from .wire import without_nulls
 
-__all__ = ["StoredText", "TextStore", "VectorWriteError", "awrite_documents", "metadata_filter", "write_documents"]
+__all__ = [
+    "StoredText",
+    "TextStore",
+    "VectorWriteError",
+    "awrite_documents",
+    "metadata_filter",
+    "open_store",
+    "write_documents",
+]
 
 #: The query label of a search given only a vector (a retrieval result always names its query).
 VECTOR_QUERY = "<vector>"
@@ -64,6 +72,17 @@ class VectorWriteError(KGRagError):
         super().__init__(f"{len(failures)} of {len(failures) + len(stored)} texts were not stored: {listed}")
         self.failures = failures
         self.stored = stored
+
+
+def open_store(store: SurrealStore | None, db_url: str | None, **connection: Any) -> tuple[SurrealStore, bool]:
+    """The store a vector store works on: ``store`` as given, or a new one on ``db_url``
+    (``connection``: namespace, database, username, password). The flag is True for a new store,
+    which its vector store then owns and closes."""
+    if store is not None and db_url is not None:
+        raise ConfigurationError("give db_url or store, not both")
+    if store is not None:
+        return store, False
+    return SurrealStore(db_url, **connection), True
 
 
 def metadata_filter(spec: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -1,6 +1,6 @@
 """``SurrealKGRetriever``: a LangChain retriever over a surreal-kgrag store.
 
-All retrieval logic is the core's (``surreal_kgrag.retrieve``); this module only translates its typed
+All retrieval logic is the core's (``surreal_kgrag.retrieval``); this module only translates its typed
 results into LangChain ``Document``s: one ``Document`` per retrieved *document* (so ``k`` counts
 documents, as in the core), whose text is that document's best matching chunks.
 """

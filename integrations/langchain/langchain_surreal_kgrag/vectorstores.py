@@ -16,7 +16,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
 from surreal_kgrag import IngestConfig, Scope, SurrealStore
-from surreal_kgrag.vectors import StoredText, TextStore
+from surreal_kgrag.vectors import StoredText, TextStore, open_store
 
 DEFAULT_K = 4
 
@@ -58,11 +58,9 @@ class SurrealKGVectorStore(VectorStore):
         extractor: Any = None,
         ingest_config: IngestConfig | None = None,
     ) -> None:
-        if store is not None and db_url is not None:
-            raise ValueError("give db_url or store, not both")
-        self._owns_store = store is None
-        if store is None:
-            store = SurrealStore(db_url, namespace=namespace, database=database, username=username, password=password)
+        store, self._owns_store = open_store(
+            store, db_url, namespace=namespace, database=database, username=username, password=password
+        )
         self._embedding = embedding
         self.texts = TextStore(
             store,

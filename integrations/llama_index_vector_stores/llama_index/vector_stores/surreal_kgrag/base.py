@@ -26,7 +26,7 @@ from llama_index.retrievers.surreal_kgrag.filters import to_core_filter
 
 from surreal_kgrag import IngestConfig, Scope, SurrealStore
 from surreal_kgrag.embed import Embedder
-from surreal_kgrag.vectors import StoredText, TextStore
+from surreal_kgrag.vectors import StoredText, TextStore, open_store
 
 #: Candidates an MMR query picks from, per result, when ``mmr_prefetch_k`` is not given.
 MMR_PREFETCH_FACTOR = 4
@@ -72,11 +72,9 @@ class SurrealKGVectorStore(BasePydanticVectorStore):
         ingest_config: IngestConfig | None = None,
     ) -> None:
         super().__init__(stores_text=True)
-        if store is not None and db_url is not None:
-            raise ValueError("give db_url or store, not both")
-        self._owns_store = store is None
-        if store is None:
-            store = SurrealStore(db_url, namespace=namespace, database=database, username=username, password=password)
+        store, self._owns_store = open_store(
+            store, db_url, namespace=namespace, database=database, username=username, password=password
+        )
         core_filters = to_core_filter(filters) if isinstance(filters, MetadataFilters) else filters
         self._texts = TextStore(
             store,
