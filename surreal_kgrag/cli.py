@@ -354,15 +354,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
-def run() -> None:
-    """The console script: ``main()``, then leave without running the interpreter's shutdown.
+def run(argv: Sequence[str] | None = None) -> None:
+    """The console script: ``main(argv)``, then leave without running the interpreter's shutdown.
 
     The SDK's embedded engine keeps worker threads that can still be finishing with Python objects
     when a short-lived process shuts down; in about one run in five that aborted the process
     (SIGABRT, exit 134) after its output was complete. Every store is closed by then and the
     output flushed, so the process ends here with the command's own exit code instead.
     """
-    code = main()
+    code = main(argv)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -14,7 +14,7 @@ import sys
 
 import surreal_kgrag.ingest
 from surreal_kgrag import IngestConfig, SurrealStore
-from surreal_kgrag.cli import main
+from surreal_kgrag.cli import run
 
 query = SurrealStore.query
 writes = 0
@@ -53,4 +53,4 @@ if len(sys.argv) > 3:
         return ingestor(store, **{**options, "extractor": LLMExtractor(settings, cache=None, fallback=None)})
 
     surreal_kgrag.ingest.Ingestor = with_llm  # what cmd_ingest builds its ingestor with
-sys.exit(main(["ingest", sys.argv[1], "--db", sys.argv[2], "--no-progress", "--json"]))
+run(["ingest", sys.argv[1], "--db", sys.argv[2], "--no-progress", "--json"])  # as the console script ends

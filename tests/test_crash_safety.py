@@ -119,7 +119,7 @@ def test_ctrl_c_stops_after_the_transaction_in_progress_and_says_how_far_it_got(
     with SurrealStore(url) as store:
         written = check_whole_or_absent(store, clean)
         done = [line.split() for line in lines if line.startswith("write-done")]
-        assert [int(n) for _, n, _ in done][:3] == [1, 2, 3]  # the transaction in progress finished
+        assert [int(n) for _, n, _ in done][:3] == [1, 2, 3], (lines, stderr[-3000:])  # the one in progress finished
         assert written == sum(int(docs) for _, _, docs in done)
         assert f"{written} added" in stderr
         Ingestor(store, embedder=minilm, extractor=spacy_extractor).ingest([corpus])

@@ -167,3 +167,54 @@ def test_queries_never_fail_or_tear_while_documents_are_written_and_indexes_rebu
     assert tally.errors == []
     assert tally.torn == []
     assert tally.queries >= 40
+
+
+class _ReingestBeforeHydration(SurrealStore):
+    """A store that re-ingests one document just before a retriever's hydration query runs: the
+    window between a search and its hydration, made to happen every time instead of by chance."""
+
+    def __init__(self, url: str, ingestor: Ingestor, doc_id: str, text: str) -> None:
+        super().__init__(url)
+        self.ingestor, self.doc_id, self.text = ingestor, doc_id, text
+        self.replaced = 0
+
+    def query(self, name, params=None, **placeholders):
+        if name == "hydrate_results":
+            self.ingestor.ingest_texts([self.text], ids=[self.doc_id])
+            self.replaced += 1
+        return super().query(name, params, **placeholders)
+
+
+FILLER = [
+    "Bakers in Lyon rise before dawn to knead the dough for the morning bread.",
+    "The harbour of Valletta shelters fishing boats painted in bright colours.",
+    "Glaciers in Patagonia calve icebergs into the milky turquoise lakes.",
+    "A violin maker in Cremona seasons spruce for a decade before carving it.",
+    "Monsoon rains fill the terraced rice fields of Bali every November.",
+]
+
+
+def test_a_document_rewritten_between_search_and_hydration_never_comes_back_without_chunks(
+    tmp_path, minilm, spacy_extractor
+):
+    config = IngestConfig(chunker=SentenceChunker(max_tokens=20, overlap_tokens=0))
+    url = f"surrealkv://{tmp_path / 'kg'}"
+    writer_store = SurrealStore(url)
+    ingestor = Ingestor(writer_store, embedder=minilm, extractor=spacy_extractor, config=config)
+    target = " ".join([*FILLER, "The Zephyr lighthouse of Quillon Island was lit by Ada Thornbury in 1871."])
+    others = [" ".join(FILLER[i:] + FILLER[:i]) for i in range(1, 4)]
+    assert ingestor.ingest_texts([target], ids=["target"]).chunks >= 4
+    ingestor.ingest_texts(others, ids=["a", "b", "c"])
+
+    replacement = "A short note on pruning roses in the spring."  # one chunk: target::0 only
+    for mode in ("concept", "hybrid", "graph"):
+        ingestor.ingest_texts([target], ids=["target"])  # the long version again, for this mode
+        store = _ReingestBeforeHydration(url, ingestor, "target", replacement)
+        result = make_retriever(mode, store, embedder=minilm).search("Who lit the Zephyr lighthouse on Quillon Island?", k=4)
+        assert store.replaced == 1, mode
+        for doc in result.documents:
+            assert doc.chunks, f"{mode}: {doc.id} came back without chunks"
+            if doc.id == "target":  # only the chunk that survived the rewrite, with its new text
+                assert [c.content for c in doc.chunks] == [replacement], mode
+        store.close()
+    writer_store.close()

@@ -165,6 +165,13 @@ class HybridRetriever(BaseRetriever):
                 continue  # deleted between the two queries (or out of scope, never in practice)
             row = docs[doc]
             hits = hits_by_doc[doc]
+            kept = [
+                chunk_from(chunks[c], hits, chunk_scores[c])
+                for c in top_chunks(hits, self.config.chunks_per_document, ids=True)
+                if c in chunks
+            ]
+            if not kept:
+                continue  # re-ingested between the two queries: the chunks that matched are gone
             documents.append(
                 RetrievedDocument(
                     id=doc,
@@ -173,11 +180,7 @@ class HybridRetriever(BaseRetriever):
                     metadata=row.get("metadata") or {},
                     chunk_count=row.get("chunk_count"),
                     score=score,
-                    chunks=[
-                        chunk_from(chunks[c], hits, chunk_scores[c])
-                        for c in top_chunks(hits, self.config.chunks_per_document, ids=True)
-                        if c in chunks
-                    ],
+                    chunks=kept,
                     provenance=[path for hit in hits for path in hit.paths()],
                 )
             )
