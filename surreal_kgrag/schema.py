@@ -16,9 +16,10 @@ __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "IndexSettings", "aensure_schema", "e
 # 3: the `term` table counts the chunks each analysed term occurs in (migrated from 2 on open).
 # 4: title and alias concepts with `own` edges, bridge edges (chunk -> another document's title).
 #    Derived from every document's text and title, so an older store is ingested again instead.
-SCHEMA_VERSION = 4
+# 5: the `concept_chunks` table counts the chunks that mention each concept (migrated from 4 on open).
+SCHEMA_VERSION = 5
 # Older schema versions this one can bring up to date in place: version -> SurrealQL file.
-MIGRATIONS: dict[int, str] = {}
+MIGRATIONS: dict[int, str] = {4: "migrate_v4_concept_chunks"}
 
 
 def _index_steps(states: dict[str, IndexState], dimension: int, settings: IndexSettings) -> list[tuple[str, None, dict[str, Any]]]:

@@ -13,6 +13,7 @@ from surrealdb import Null, RecordID
 from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore, get_stats
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.cli import main as cli_main
+from surreal_kgrag.llm import ReadonlyLimits, run_readonly_query
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
 
@@ -309,3 +310,42 @@ def test_term_frequencies_follow_writes_updates_and_deletes(store, minilm, spacy
     # Counting from scratch (the schema 2 -> 3 migration) agrees with the running counts.
     store.query("migrate_v2_terms")
     assert _term_frequencies(store) == terms
+
+
+def _chunk_counts(store):
+    return dict(store.query("concept_chunk_counts")[-1])
+
+
+def _edge_counts(store):
+    """Chunks per concept counted from the edges themselves."""
+    rows = run_readonly_query(
+        store, "SELECT record::id(out) AS c, count() AS n FROM MENTIONS_CONCEPT GROUP BY c", limits=ReadonlyLimits(rows=10_000)
+    ).rows
+    return {row["c"]: row["n"] for row in rows}
+
+
+def test_concept_chunk_counts_follow_writes_bridges_updates_and_deletes(store, minilm, spacy_extractor):
+    config = IngestConfig(chunker=SentenceChunker(max_tokens=16, overlap_tokens=0), batch_size=3, group_size=2)
+    ingestor = Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=config)
+    sentences = ["Zanzibar traders sailed to Lisbon.", "The Quiet Harbour Guild met in winter.", "Traders met in Zanzibar again."]
+    ingestor.ingest_texts([" ".join(sentences * (i + 1)) for i in range(5)], ids=[f"t{i}" for i in range(5)])
+    before = _chunk_counts(store).get("harbour guild", 0)  # spaCy finds it in some chunks, not all
+    # A document titled "Harbour Guild" written later: the stored chunks that name it gain bridge edges.
+    ingestor.ingest([SourceDocument(key="guild", source="guild.txt", title="Harbour Guild", text="Merchants of Portugal.")])
+    counts = _chunk_counts(store)
+    assert counts == _edge_counts(store)
+    assert counts["harbour guild"] > before + 1  # its own chunk and bridges from the other chunks naming it
+    assert counts["zanzibar"] >= 10  # several chunks per document
+
+    ingestor.ingest_texts(["Only Lisbon, this time."], ids=["t0"])  # an update
+    ingestor.delete(["t1", "guild"])
+    after = _chunk_counts(store)
+    assert after == _edge_counts(store)
+    assert after["zanzibar"] < counts["zanzibar"] and all(n > 0 for n in after.values())
+    assert set(after) == {key for key, _ in store.query("concept_frequencies")[-1]}  # one count per concept
+    report = store.query("check_integrity")[-1]
+    assert report["concepts_with_wrong_chunk_count"] == report["chunk_counts_without_concept"] == 0
+
+    # Counting from scratch (the schema 4 -> 5 migration) agrees with the running counts.
+    store.query("migrate_v4_concept_chunks")
+    assert _chunk_counts(store) == after
