@@ -3,7 +3,10 @@
 A :class:`Scope` is a caller's access labels and a default filter. Every query that reads documents,
 chunks, chunk texts, concepts or their edges evaluates the scope's condition inside the query, so
 nothing outside it is ever returned, counted or ranked on: search modes, hydration, graph expansion,
-the agent tools, not-found suggestions and the store-reading rerankers.
+the agent tools, not-found suggestions and the store-reading rerankers. One store-wide figure is used
+as is: how many chunks mention a concept (``concept_chunks``), which sets a concept's rarity weight in
+the graph walk and whether the walk treats it as a hub; the edges walked are scoped. A reader signed
+in with database-enforced tenancy cannot read those counts and counts the edges it may see instead.
 
 Rules:
 
