@@ -218,3 +218,24 @@ def test_a_document_rewritten_between_search_and_hydration_never_comes_back_with
                 assert [c.content for c in doc.chunks] == [replacement], mode
         store.close()
     writer_store.close()
+
+
+def test_the_consistency_check_reports_a_torn_document_and_a_dangling_edge(minilm, spacy_extractor):
+    """The check the readers above rely on finds what it is there to find."""
+    config = IngestConfig(chunker=SentenceChunker(max_tokens=40, overlap_tokens=8))
+    with SurrealStore("mem://") as store:
+        Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=config).ingest_texts(
+            [_text(i) for i in range(3)], ids=["doc0", "doc1", "doc2"]
+        )
+        clean = store.query("check_consistency")[-1]
+        assert (clean["documents"], clean["torn"], clean["dangling"]) == (3, [], [])
+        # Tear doc1 (one chunk text gone) and leave an edge to a concept that no longer exists.
+        store.query_text("test: tear", "DELETE (SELECT VALUE id FROM chunk_text WHERE doc = document:doc1 LIMIT 1);")
+        store.query_text(
+            "test: dangle",
+            "LET $c = (SELECT VALUE id FROM chunk WHERE doc = document:doc2 LIMIT 1)[0];"
+            "RELATE $c->MENTIONS_CONCEPT->concept:nowhere SET doc = document:doc2;",
+        )
+        broken = store.query("check_consistency")[-1]
+        assert [str(doc.id) for doc in broken["torn"]] == ["doc1"]
+        assert len(broken["dangling"]) == 1 and broken["dangling"][0].table_name == "MENTIONS_CONCEPT"
