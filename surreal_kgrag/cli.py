@@ -337,6 +337,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns its exit code (the table in this module's docstring)."""
     parser = build_parser()
+    for argument in sys.argv[1:] if argv is None else argv:
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError:  # argparse would fail printing it back in its error message
+            print(f"surreal-kgrag: argument {argument!r} is not valid UTF-8 text", file=sys.stderr)
+            return EXIT_USAGE
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse: --help (0) or a bad command line (2)

@@ -44,27 +44,33 @@ class StageLine:
         targets: list[tuple[str, Callable[[], None]]] = [("source", lambda: self._produce(source, queues[0], thread(1)))]
         targets += [(name, relay(i, work)) for i, (name, work) in enumerate(steps, start=1)]
         targets.append(("sink", lambda: self._consume(queues[-1], thread(len(steps)), sink)))
-        for name, target in targets:
-            threads.append(threading.Thread(target=self._guarded(target), name=f"kgrag-{name}", daemon=True))
+        # Waiting is on events, not Thread.join: a KeyboardInterrupt inside join() makes Python 3.11
+        # mark a thread that is still running as stopped (gh-90882), so a later join() returned at
+        # once and the store was closed under the write transaction in progress.
+        finished = [threading.Event() for _ in targets]
+        for (name, target), done in zip(targets, finished):
+            threads.append(threading.Thread(target=self._guarded(target, done), name=f"kgrag-{name}", daemon=True))
         try:
             for t in threads:
                 t.start()
-            while threads[-1].is_alive():
-                threads[-1].join(_POLL)
-            _join(threads)
+            while not finished[-1].wait(_POLL):
+                pass
+            _join(threads, finished)
         except KeyboardInterrupt:
             self.abort.set()
-            _join(threads)
+            _join(threads, finished)
             raise
         if self.errors:
             raise self.errors[0]
 
-    def _guarded(self, target: Callable[[], None]) -> Callable[[], None]:
+    def _guarded(self, target: Callable[[], None], done: threading.Event) -> Callable[[], None]:
         def run() -> None:
             try:
                 target()
             except BaseException as error:  # raised again by run() in the calling thread
                 self.errors.append(error)
+            finally:
+                done.set()
 
         return run
 
@@ -114,7 +120,8 @@ class StageLine:
             sink(item)
 
 
-def _join(threads: list[threading.Thread]) -> None:
-    for thread in threads:
+def _join(threads: list[threading.Thread], finished: list[threading.Event]) -> None:
+    for thread, done in zip(threads, finished):
         if thread.ident is not None:  # started
-            thread.join()
+            while not done.wait(_POLL):
+                pass
