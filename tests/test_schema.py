@@ -7,7 +7,7 @@ import re
 import pytest
 from surrealdb import RecordID
 
-from surreal_kgrag import surql
+from surreal_kgrag import Ingestor, surql
 from surreal_kgrag.errors import QueryExecutionError, SchemaMismatchError
 from surreal_kgrag.schema import SCHEMA_VERSION, IndexSettings, ensure_schema
 from surreal_kgrag.store import SurrealStore
@@ -119,8 +119,6 @@ def test_store_from_before_the_graph_schema_asks_for_a_new_ingest(version):
 
 
 def test_a_schema_4_store_gains_its_concept_chunk_counts_in_place(minilm, spacy_extractor):
-    from surreal_kgrag import Ingestor
-
     with SurrealStore("mem://") as store:
         ingestor = Ingestor(store, embedder=minilm, extractor=spacy_extractor)
         ingestor.ingest_texts(["Ada Lovelace wrote to Charles Babbage.", "Charles Babbage built the engine."], ids=["a", "b"])

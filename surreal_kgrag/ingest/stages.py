@@ -53,8 +53,6 @@ class StageLine:
         try:
             for t in threads:
                 t.start()
-            while not finished[-1].wait(_POLL):
-                pass
             _join(threads, finished)
         except KeyboardInterrupt:
             self.abort.set()
