@@ -35,9 +35,9 @@ MODES = ["chunk", "concept", "hybrid", "graph"]
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-EXIT_PARTIAL = 3
+EXIT_PARTIAL = 3  # some inputs failed, the rest were written
 EXIT_NO_STORE = 4
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # Ctrl-C: what was written is complete; run again to continue
 
 # Commands that may create a store at a path that holds none; the others only read or change one.
 CREATES_STORE = frozenset({"ingest", "eval"})
@@ -60,10 +60,6 @@ def _emit(args: argparse.Namespace, payload: BaseModel | dict[str, Any], text: s
         print(json.dumps(data, ensure_ascii=False, indent=2))
     else:
         print(text)
-
-
-EXIT_PARTIAL = 3  # some inputs failed, the rest were written (the store helper's exit-code table may renumber it)
-EXIT_INTERRUPTED = 130  # Ctrl-C: what was written is complete; run again to continue
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -91,7 +87,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         args,
         summary,
         f"added {summary.added}, updated {summary.updated}, skipped {summary.skipped} unchanged, "
-        f"failed {summary.failed}; {summary.chunks} chunks, {summary.concepts} new concepts, {summary.edges} edges "
+        f"failed {summary.failed}; {summary.chunks} chunks, {summary.concepts} new concepts "
+        f"({summary.concept_vectors} given a vector), {summary.edges} edges "
         f"in {summary.seconds:.1f}s (busy time per stage, the stages overlap: {stages})",
     )
     return EXIT_PARTIAL if summary.failed else EXIT_OK

@@ -124,14 +124,18 @@ class IngestSummary(BaseModel):
     deleted: int = 0
     chunks: int = 0
     concepts: int = Field(default=0, description="concepts created by this run")
+    concept_vectors: int = Field(
+        default=0, description="concepts given a vector by this run (IngestConfig.concept_vector_min_chunks)"
+    )
     edges: int = 0
     seconds: float = 0.0
     failures: list[LoadFailure] = Field(default_factory=list)
     timings: dict[str, float] = Field(
         default_factory=dict,
         description=(
-            "busy seconds per stage: load, chunk, extract, embed (chunks), concepts (finding and embedding new "
-            "concepts), write, index. The stages run at the same time, so they add up to more than `seconds`"
+            "busy seconds per stage: load, chunk, extract, embed (chunks), write, vectors (embedding the concepts "
+            "queued for a vector, after the writes), index. Load to write run at the same time, so they add up to "
+            "more than `seconds`"
         ),
     )
     llm: LLMIngestStats | None = Field(

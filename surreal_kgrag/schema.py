@@ -17,9 +17,11 @@ __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "IndexSettings", "aensure_schema", "e
 # 4: title and alias concepts with `own` edges, bridge edges (chunk -> another document's title).
 #    Derived from every document's text and title, so an older store is ingested again instead.
 # 5: the `concept_chunks` table counts the chunks that mention each concept (migrated from 4 on open).
-SCHEMA_VERSION = 5
-# Older schema versions this one can bring up to date in place: version -> SurrealQL file.
-MIGRATIONS: dict[int, str] = {4: "migrate_v4_concept_chunks"}
+# 6: a concept's vector is optional; `concept_vector_queue` lists the concepts waiting for one.
+SCHEMA_VERSION = 6
+# Older schema versions this one can bring up to date in place: version -> the SurrealQL file that
+# takes a store from that version to the next one (applied in turn).
+MIGRATIONS: dict[int, str] = {4: "migrate_v4_concept_chunks", 5: "migrate_v5_concept_vectors"}
 
 
 def _index_steps(states: dict[str, IndexState], dimension: int, settings: IndexSettings) -> list[tuple[str, None, dict[str, Any]]]:
@@ -86,8 +88,9 @@ def ensure_schema(store: SurrealStore, *, dimension: int, embedder: str, setting
         store.query(name, params, **placeholders)
     if not known:
         store.query("store_meta_write", {"meta": _meta_record(dimension, embedder)})
-    elif meta["schema_version"] in MIGRATIONS:
-        store.query(MIGRATIONS[meta["schema_version"]])
+    else:
+        for step in _migrations(meta["schema_version"]):
+            store.query(step)
 
 
 async def aensure_schema(
@@ -103,8 +106,14 @@ async def aensure_schema(
         await store.aquery(name, params, **placeholders)
     if not known:
         await store.aquery("store_meta_write", {"meta": _meta_record(dimension, embedder)})
-    elif meta["schema_version"] in MIGRATIONS:
-        await store.aquery(MIGRATIONS[meta["schema_version"]])
+    else:
+        for step in _migrations(meta["schema_version"]):
+            await store.aquery(step)
+
+
+def _migrations(version: int) -> list[str]:
+    """The migration files that take a store from schema ``version`` to the current one, in order."""
+    return [MIGRATIONS[v] for v in range(version, SCHEMA_VERSION)]
 
 
 def read_meta(store: SurrealStore) -> dict[str, Any] | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ from surrealdb import Null, RecordID
 from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore, get_stats
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.cli import main as cli_main
+from surreal_kgrag.ingest import IngestInterrupted
 from surreal_kgrag.llm import ReadonlyLimits, run_readonly_query
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
@@ -189,20 +191,98 @@ def test_crash_mid_ingest_leaves_no_half_written_document(store, minilm, spacy_e
     assert (summary.skipped, summary.added) == (3, 3)
 
 
-def test_concepts_are_embedded_once_and_never_again(store, minilm, spacy_extractor):
-    counting = CountingEmbedder(minilm)
-    ingestor = Ingestor(store, embedder=counting, extractor=spacy_extractor)
-    ingestor.ingest_texts(["Ada Lovelace met Charles Babbage in London.", "Charles Babbage lived in London."],
-                          ids=["a", "b"])
-    embedded = list(counting.texts)
-    assert len([t for t in embedded if t.lower() == "london"]) == 1
-    assert len([t for t in embedded if t.lower() == "charles babbage"]) == 1
+def _vectors(store) -> dict[str, list[float] | None]:
+    """Concept name -> its vector, None when it has none."""
+    return {row["name"]: row.get("embedding") for row in store.query("concept_vectors")[-1]}
 
+
+def _queued(store) -> int:
+    return store.query_text("test: queue length", "RETURN count(SELECT id FROM concept_vector_queue);")[-1]
+
+
+def _assert_vectors_where_earned(store, min_chunks: int = 2) -> None:
+    """Every concept that names a document or that ``min_chunks`` chunks mention has a vector; no other has."""
+    counts = _chunk_counts(store)
+    titled = {key for key, _ in store.query_text("test: titled", "SELECT VALUE [name, titled] FROM concept WHERE titled;")[-1]}
+    vectors = _vectors(store)
+    assert vectors and _queued(store) == 0
+    for name, vector in vectors.items():
+        assert (vector is not None) == (name in titled or counts[name] >= min_chunks), (name, counts[name])
+    report = store.query("check_integrity", {"vector_min_chunks": min_chunks})[-1]
+    assert report["concepts_missing_vector"] == report["concepts_with_empty_vector"] == 0
+
+
+SHORT_CHUNKS = SentenceChunker(max_tokens=16, overlap_tokens=0)  # about a sentence per chunk
+BABBAGE = [
+    "Charles Babbage designed the Analytical Engine. Babbage lived in London for decades. "
+    "The Royal Society admired the Analytical Engine. Babbage corresponded with Michael Faraday.",
+    "Ada Lovelace wrote notes on the engine. She lived in London as well. Her notes were published in 1843.",
+]
+
+
+def _concept_names(texts: list[str]) -> list[str]:
+    """What an embedder was asked to embed besides chunks (which are longer than any name here)."""
+    return [t.lower() for t in texts if len(t) < 40 and "." not in t]
+
+
+def test_a_concept_gets_one_vector_once_two_chunks_mention_it_or_it_names_a_document(store, minilm, spacy_extractor):
+    counting = CountingEmbedder(minilm)
+    config = IngestConfig(chunker=SHORT_CHUNKS)
+    summary = Ingestor(store, embedder=counting, extractor=spacy_extractor, config=config).ingest(
+        [SourceDocument(key=f"b{i}", source=f"b{i}.txt", text=text) for i, text in enumerate(BABBAGE)]
+        + [SourceDocument(key="guild", source="guild.txt", title="Harbour Guild", text="Merchants met in winter.")]
+    )
+    assert summary.chunks >= 5  # several per document
+    vectors = _vectors(store)
+    assert vectors["london"] is not None and vectors["analytical engine"] is not None  # two chunks each
+    assert vectors["harbour guild"] is not None  # one chunk, but it names a document
+    assert vectors["ada lovelace"] is None  # one chunk
+    _assert_vectors_where_earned(store)
+    names = _concept_names(counting.texts)
+    assert sorted(names) == sorted(n for n, v in vectors.items() if v is not None) and summary.concept_vectors == len(names)
+    # The model's vector for the name as first written, stored as float32 values (read back bit for bit).
+    london = vectors["london"]
+    assert np.asarray(london, dtype=np.float32).tolist() == london
+    assert np.allclose(london, minilm.embed_documents(["London"])[0], atol=1e-5)
+
+    # A later document mentions Ada Lovelace again: her concept earns its vector now; London's is not computed again.
     counting.texts.clear()
-    fresh = Ingestor(store, embedder=counting, extractor=spacy_extractor)  # new process, same store
-    fresh.ingest_texts(["London is where Ada Lovelace lived."], ids=["c"])
-    assert counting.texts[0].startswith("London is where")
-    assert not {t.lower() for t in counting.texts[1:]} & {"london", "ada lovelace"}
+    later = Ingestor(store, embedder=counting, extractor=spacy_extractor, config=config)  # a new process, same store
+    later.ingest_texts(["Ada Lovelace is remembered in London."], ids=["c"])
+    assert "ada lovelace" in _concept_names(counting.texts) and "london" not in _concept_names(counting.texts)
+    assert _vectors(store)["ada lovelace"] is not None
+    _assert_vectors_where_earned(store)
+
+
+def test_min_chunks_of_one_embeds_every_concept(store, minilm, spacy_extractor):
+    config = IngestConfig(chunker=SHORT_CHUNKS, concept_vector_min_chunks=1)
+    summary = Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=config).ingest_texts(BABBAGE, ids=["a", "b"])
+    assert all(v is not None for v in _vectors(store).values()) and summary.concept_vectors == len(_vectors(store))
+    _assert_vectors_where_earned(store, min_chunks=1)
+
+
+def test_concept_vectors_cut_short_are_finished_by_the_next_run(store, minilm, spacy_extractor):
+    class InterruptedVectors(CountingEmbedder):
+        """MiniLM; Ctrl-C arrives while the run embeds its queued concepts (the calling thread's stage)."""
+
+        def embed_documents(self, texts):
+            if threading.current_thread() is threading.main_thread():
+                raise KeyboardInterrupt
+            return super().embed_documents(texts)
+
+    config = IngestConfig(chunker=SHORT_CHUNKS)
+    texts, ids = [*BABBAGE, "Ada Lovelace is remembered in London."], ["a", "b", "c"]
+    with pytest.raises(IngestInterrupted) as interrupted:
+        Ingestor(store, embedder=InterruptedVectors(minilm), extractor=spacy_extractor, config=config).ingest_texts(texts, ids=ids)
+    assert interrupted.value.summary.added == 3  # every document was written completely
+    queued = _queued(store)
+    assert queued >= 3 and all(v is None for v in _vectors(store).values())
+    report = store.query("check_integrity")[-1]
+    assert report["concepts_missing_vector"] == 0  # each is waiting in the queue
+
+    summary = Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=config).ingest_texts(texts, ids=ids)
+    assert summary.skipped == 3 and summary.concept_vectors == queued
+    _assert_vectors_where_earned(store)
 
 
 def test_chunker_settings_and_offsets_survive_the_store(store, minilm, spacy_extractor):
@@ -279,13 +359,6 @@ def test_document_frequencies_match_the_edges_after_grouped_writes_and_updates(s
     assert concepts["paris"]["df"] == 6 and concepts["lisbon"]["df"] == 7
     for row in concepts.values():
         assert row["df"] == len(row["documents"]) > 0, row
-
-
-def test_vectors_are_stored_exactly_as_float32_values(ingestor, store, minilm):
-    ingestor.ingest_texts(["Grace Hopper worked on the Harvard Mark I."], ids=["hopper"])
-    rows = {row["name"]: row["embedding"] for row in store.query("concept_vectors")[-1]}
-    expected = np.asarray(minilm.embed_documents(["Grace Hopper"]), dtype=np.float32)[0]
-    assert rows["grace hopper"] == expected.tolist()  # packed as CBOR float32, read back bit for bit
 
 
 def _term_frequencies(store):

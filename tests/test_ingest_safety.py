@@ -101,19 +101,15 @@ def test_two_ingestors_on_one_store_never_leave_an_edge_to_a_missing_concept(sto
     assert integrity(store) == {}
 
 
-def test_a_concept_deleted_between_the_check_and_the_write_is_embedded_and_the_group_written(
-    store, minilm, spacy_extractor
-):
+def test_a_concept_deleted_just_before_the_write_is_created_again_by_it(store, minilm, spacy_extractor):
     Ingestor(store, embedder=minilm, extractor=spacy_extractor).ingest_texts(
         ["The Zanzibar Archive holds letters from Marie Curie."], ids=["a"]
     )
-    counting = CountingEmbedder(minilm)
-    racing = Ingestor(DeletesBeforeFirstWrite(store, ["a"]), embedder=counting, extractor=spacy_extractor)
+    racing = Ingestor(DeletesBeforeFirstWrite(store, ["a"]), embedder=minilm, extractor=spacy_extractor)
     summary = racing.ingest_texts(["Scholars still visit the Zanzibar Archive every summer."], ids=["b"])
     assert (summary.added, summary.failed) == (1, 0), summary.failures
-    # The batch found the concept stored and did not embed it; the write found it gone, so it was
-    # embedded then, once, and the group written again.
-    assert [t for t in counting.texts if t == "Zanzibar Archive"] == ["Zanzibar Archive"]
+    # The delete removed the orphaned concept; the group's write created it again, counted from its own edges.
+    assert summary.concepts >= 1
     assert concept(store, "zanzibar archive")["documents"] == [RecordID("document", "b")]
     assert integrity(store) == {}
 

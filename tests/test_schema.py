@@ -26,7 +26,7 @@ def test_schema_is_idempotent():
         ensure_schema(store, dimension=8, embedder="e")
         ensure_schema(store, dimension=8, embedder="e")
         assert _definitions(store) == first
-        assert set(first["db"]["tables"]) == {"document", "chunk", "chunk_text", "term", "concept", "concept_chunks", "MENTIONS_CONCEPT", "RELATES_TO", "kg_meta"}
+        assert set(first["db"]["tables"]) == {"document", "chunk", "chunk_text", "term", "concept", "concept_chunks", "concept_vector_queue", "MENTIONS_CONCEPT", "RELATES_TO", "kg_meta"}
 
 
 def test_schema_declares_the_documented_indexes():
@@ -115,7 +115,7 @@ def test_store_from_before_the_graph_schema_asks_for_a_new_ingest(version):
         store.query("store_meta_write", {"meta": {"dimension": 4, "embedder": "e", "schema_version": version}})
         with pytest.raises(SchemaMismatchError, match=f"store schema {version}.*Ingest your documents again"):
             ensure_schema(store, dimension=4, embedder="e")
-    assert SCHEMA_VERSION == 5
+    assert SCHEMA_VERSION == 6
 
 
 def test_a_schema_4_store_gains_its_concept_chunk_counts_in_place(minilm, spacy_extractor):
@@ -129,5 +129,23 @@ def test_a_schema_4_store_gains_its_concept_chunk_counts_in_place(minilm, spacy_
         store.query("store_meta_write", {"meta": {**meta, "schema_version": 4}})
         store.query_text("test: as schema 4", "REMOVE TABLE concept_chunks;")
         ensure_schema(store, dimension=minilm.dimension, embedder=minilm.name)
-        assert store.query("store_meta")[-1]["schema_version"] == 5
+        assert store.query("store_meta")[-1]["schema_version"] == SCHEMA_VERSION  # 4 -> 5 -> 6
         assert dict(store.query("concept_chunk_counts")[-1]) == counts
+
+
+def test_a_schema_5_store_takes_concepts_without_vectors_after_migrating(minilm, spacy_extractor):
+    with SurrealStore("mem://") as store:
+        ingestor = Ingestor(store, embedder=minilm, extractor=spacy_extractor)
+        ingestor.ingest_texts(["Ada Lovelace wrote to Charles Babbage.", "Charles Babbage built the engine."], ids=["a", "b"])
+        # As a schema-5 store: every concept had to carry a vector.
+        meta = store.query("store_meta")[-1]
+        store.query("store_meta_write", {"meta": {**meta, "schema_version": 5}})
+        store.query_text("test: as schema 5", "DEFINE FIELD OVERWRITE embedding ON concept TYPE array;")
+        with pytest.raises(QueryExecutionError, match="embedding"):
+            store.query_text("test: a concept without a vector", "CREATE concept:probe SET name = 'probe', display = 'probe', kind = 'x';")
+        summary = Ingestor(store, embedder=minilm, extractor=spacy_extractor).ingest_texts(
+            ["Grace Hopper visited the Harvard Computation Lab."], ids=["c"]
+        )
+        assert summary.added == 1 and store.query("store_meta")[-1]["schema_version"] == SCHEMA_VERSION
+        vectors = {row["name"]: row.get("embedding") for row in store.query("concept_vectors")[-1]}
+        assert vectors["grace hopper"] is None and vectors["charles babbage"] is not None

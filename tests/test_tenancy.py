@@ -35,7 +35,8 @@ def url(tmp_path_factory, minilm, spacy_extractor):
     with SurrealStore(url) as admin:
         with pytest.raises(SchemaMismatchError, match="no surreal-kgrag schema yet"):
             enable_tenancy(admin)
-        config = IngestConfig(chunker=SentenceChunker(max_tokens=16, overlap_tokens=0))
+        # Every concept gets a vector: the readers' concept searches look for names one chunk mentions.
+        config = IngestConfig(chunker=SentenceChunker(max_tokens=16, overlap_tokens=0), concept_vector_min_chunks=1)
         documents = [SourceDocument(key=k, title=k, text=t, source=f"{k}.txt", access=a) for k, a, t in DOCS]
         Ingestor(admin, embedder=minilm, extractor=spacy_extractor, config=config).ingest(documents)
         enable_tenancy(admin)

@@ -218,6 +218,22 @@ def test_search_concepts_ranks_by_similarity_with_mention_counts(tools, oracle):
         assert concept.documents == len({oracle[c][0] for c in chunks})
 
 
+def test_search_concepts_finds_a_concept_without_a_vector_by_its_name(tools, store, oracle):
+    """A concept one chunk mentions gets no vector (IngestConfig.concept_vector_min_chunks); naming it finds it."""
+    vectors = {row["name"]: row.get("embedding") for row in store.query("concept_vectors")[-1]}
+    titled = set(store.query_text("test: titled", "SELECT VALUE name FROM concept WHERE titled;")[-1])
+    lonely = sorted(n for n in vectors if len(_chunks_mentioning(oracle, n)) == 1 and n not in titled and len(n.split()) > 1)
+    assert lonely and all(vectors[n] is None for n in lonely)
+    for name in lonely[:3]:
+        display = store.query_text("test: display", "RETURN type::record('concept', $n).display;", {"n": name})[-1]
+        result = tools.invoke("search_concepts", {"query": display, "k": 3})
+        assert result.concepts[0].id == name and result.concepts[0].score == 1.0 and result.concepts[0].chunks == 1
+        assert len(result.concepts) == 3 and all(vectors[c.id] is not None for c in result.concepts[1:])
+    # A query that names no stored concept is answered by the nearest vectors alone.
+    fuzzy = tools.invoke("search_concepts", {"query": "a famous chemist", "k": 3})
+    assert len(fuzzy.concepts) == 3 and all(vectors[c.id] is not None and c.score < 1.0 for c in fuzzy.concepts)
+
+
 def test_chunks_for_concept_normalises_the_name_like_ingestion(tools, oracle):
     expected = _chunks_mentioning(oracle, "marie curie")
     assert len(expected) == 4

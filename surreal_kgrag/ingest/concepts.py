@@ -1,16 +1,16 @@
-"""Which concepts need an embedding: the database decides, the pipeline only avoids doing it twice.
+"""Concept records and their vectors.
 
-Nothing here caches what the store holds: a concept can be deleted at any time (its last document
-deleted, by this process or another). Each batch asks the store which of its concepts exist; the
-write transaction checks again and fails if one has gone, and the writer then embeds it and retries
-(``write_documents.surql``). What the pipeline does remember is the concepts it has embedded and not
-yet written (``ConceptClaims``), so two batches in flight never embed the same name.
+A write creates the records of the concepts it meets, without vectors: no retrieval mode reads a
+concept's vector (questions reach concepts by name), only the agent tools' concept search does, and
+most concepts are noun phrases one chunk mentions (85% of the HotpotQA corpus's 23,468), not worth
+searching by meaning. A concept is queued for a vector once ``vector_min_chunks`` chunks mention it
+or it names a document (``write_documents.surql``); :func:`embed_queued_concepts` embeds the queue
+after the writes, so a vector is computed once per concept and store, in batches of similar names.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,57 +22,42 @@ from ..store import SurrealStore
 
 # Short names: a larger batch than for passages costs nothing in padding and saves per-batch overhead.
 CONCEPT_BATCH = 256
+# Queued concepts read, embedded and written per transaction.
+QUEUE_SLICE = 2048
 
 
-class ConceptClaims:
-    """Concept names embedded by this run and not yet written; thread-safe."""
-
-    def __init__(self) -> None:
-        self._names: set[str] = set()
-        self._lock = threading.Lock()
-
-    def claim(self, names: Iterable[str]) -> set[str]:
-        """Claim the names nobody in this run has claimed; returns them."""
-        with self._lock:
-            fresh = set(names) - self._names
-            self._names |= fresh
-            return fresh
-
-    def snapshot(self) -> frozenset[str]:
-        with self._lock:
-            return frozenset(self._names)
-
-    def release(self, names: Iterable[str]) -> None:
-        with self._lock:
-            self._names.difference_update(names)
-
-
-def missing_concepts(store: SurrealStore, names: Iterable[str]) -> set[str]:
-    """The names among ``names`` that have no concept record in the store."""
-    wanted = set(names)
-    if not wanted:
-        return set()
-    stored = store.query("existing_concepts", {"ids": [concept_id(n) for n in wanted]})[-1]
-    return wanted - {rid.id for rid in stored}
-
-
-def concept_records(embedder: Embedder, mentions: dict[str, ConceptMention]) -> dict[str, dict[str, Any]]:
-    """New concept records, each name embedded once (as first written, e.g. "Marie Curie")."""
-    if not mentions:
-        return {}
-    names = list(mentions)
-    vectors = embed_many(embedder, [mentions[n].display for n in names], CONCEPT_BATCH)
+def concept_record(mention: ConceptMention) -> dict[str, Any]:
+    """A new concept's record (its name as first written, e.g. "Marie Curie", is its display name)."""
     return {
-        name: {
-            "id": concept_id(name),
-            "name": name,
-            "display": mentions[name].display,
-            "kind": mentions[name].kind,
-            "aliases": [mentions[name].display],
-            "embedding": vector,
-        }
-        for name, vector in zip(names, vectors)
+        "id": concept_id(mention.name),
+        "name": mention.name,
+        "display": mention.display,
+        "kind": mention.kind,
+        "aliases": [mention.display],
     }
+
+
+def embed_queued_concepts(store: SurrealStore, embedder: Embedder, stop: Callable[[], bool] = lambda: False) -> int:
+    """Give every queued concept its vector, a slice at a time (each slice all or nothing); returns
+    how many were embedded. ``stop`` ends it between slices: the rest stays queued for the next run."""
+    embedded = 0
+    while not stop():
+        rows = store.query("concept_vectors_pending", {"limit": QUEUE_SLICE})[-1]
+        if not rows:
+            break
+        wanted = [row for row in rows if row.get("display") is not None]
+        vectors = embed_many(embedder, [row["display"] for row in wanted], CONCEPT_BATCH)
+        store.query(
+            "concept_vectors_write",
+            {
+                "vectors": [
+                    {"concept": concept_id(str(row["id"].id)), "embedding": vector} for row, vector in zip(wanted, vectors)
+                ],
+                "queued": [row["id"] for row in rows],
+            },
+        )
+        embedded += len(wanted)
+    return embedded
 
 
 def embed_many(embedder: Embedder, texts: list[str], batch: int) -> list[np.ndarray]:

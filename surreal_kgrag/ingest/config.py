@@ -34,6 +34,15 @@ class IngestConfig(BaseModel):
             "longer document is reported and skipped before model work"
         ),
     )
+    concept_vector_min_chunks: int = Field(
+        2,
+        ge=1,
+        description=(
+            "a concept gets a vector (for the agent tools' concept search; no retrieval mode reads one) once this "
+            "many chunks mention it, or as soon as it names a document. 2 leaves out the noun phrases one chunk "
+            "mentions (85% of the concepts of the HotpotQA corpus); 1 embeds every concept"
+        ),
+    )
     index: IndexSettings = Field(
         default_factory=IndexSettings, description="HNSW settings of a new store, and when a run's writes rebuild the search indexes"
     )

@@ -3,7 +3,8 @@
 Each stage runs in its own thread and hands batches to the next through a bounded queue, so spaCy
 works on one batch while the embedder works on the previous one and the database writes the one
 before that (the models and the engine release the GIL), and memory stays flat whatever the corpus
-size. Each small group of documents is written in one transaction, so a crash never leaves a
+size. After the writes, the concepts that earned a vector are embedded (``concepts.py``), then the
+search indexes are maintained. Each small group of documents is written in one transaction, so a crash never leaves a
 document half-written; unchanged documents (same content hash) are skipped, so running again
 continues where a run stopped.
 
@@ -31,10 +32,10 @@ from ..errors import LoaderError
 from ..extract import ConceptExtractor, MetadataConceptExtractor, resolve_extractor
 from ..ids import document_id
 from ..loaders import find_unstorable, from_text, iter_sources
-from ..models import ConceptMention, IngestSummary, LLMIngestStats, LoadFailure, SourceDocument
+from ..models import IngestSummary, LLMIngestStats, LoadFailure, SourceDocument
 from ..schema import ensure_schema
 from ..store import SurrealStore
-from .concepts import ConceptClaims, concept_records, embed_many, missing_concepts
+from .concepts import embed_many, embed_queued_concepts
 from .config import IngestConfig
 from .delete import adelete_documents, delete_documents, delete_records, stale_parts
 from .records import DocumentWork, PreparedDocument, in_context, prepare
@@ -42,7 +43,7 @@ from .relations import GraphExtractor, extract_graphs
 from .stages import StageLine
 from .writer import Writer
 
-STAGES = ("load", "chunk", "extract", "embed", "concepts", "write", "index")
+STAGES = ("load", "chunk", "extract", "embed", "write", "vectors", "index")
 
 
 class IngestInterrupted(KeyboardInterrupt):
@@ -63,7 +64,6 @@ class _Batch:
     failures: list[LoadFailure] = field(default_factory=list)
     skipped: int = 0
     prepared: list[PreparedDocument] = field(default_factory=list)
-    new_concepts: dict[str, dict[str, Any]] = field(default_factory=dict)
     stale: list[Any] = field(default_factory=list)  # documents the batch's files no longer produce
 
     @property
@@ -179,7 +179,6 @@ class _Run:
         self.busy: set[str] = set()
         self.line = StageLine(self.config.queue_batches)
         self.abort = self.line.abort
-        self.claims = ConceptClaims()
         self.progress: Any = None
         self.started = 0.0
         # Counted by the extract stage; the writer counts the relations it wrote.
@@ -197,17 +196,17 @@ class _Run:
         )
         self.writer = writer = Writer(
             self.ingestor.store,
-            self.ingestor.embedder,
-            self.claims,
             self.summary,
             group_size=self.config.group_size,
             group_chunks=self.config.group_chunks,
+            vector_min_chunks=self.config.concept_vector_min_chunks,
             on_written=self._written,
         )
         try:
             self.line.run(self._load, [("extract", self._extract), ("embed", self._embed)], lambda batch: self._write(batch, writer))
             if self.abort.is_set():  # aingest cancelled
                 raise IngestInterrupted(self._finish())
+            self._stage_vectors()
             self._stage_index()
         except KeyboardInterrupt as interrupt:
             if isinstance(interrupt, IngestInterrupted):
@@ -226,10 +225,17 @@ class _Run:
             self.summary.llm = self.llm.model_copy(update={"relations": written})
         return self.summary
 
+    def _stage_vectors(self) -> None:
+        self.progress.set_postfix_str("vectors", refresh=True)
+        with self._timed("vectors"):
+            self.summary.concept_vectors = embed_queued_concepts(self.ingestor.store, self.ingestor.embedder, self.abort.is_set)
+        if self.abort.is_set():
+            raise IngestInterrupted(self._finish())
+
     def _stage_index(self) -> None:
         self.progress.set_postfix_str("index", refresh=True)
         with self._timed("index"):
-            self.ingestor._maintain_indexes(chunks=self.summary.chunks, concepts=self.summary.concepts)
+            self.ingestor._maintain_indexes(chunks=self.summary.chunks, concepts=self.summary.concept_vectors)
 
     def _write(self, batch: _Batch, writer: Writer) -> None:
         self.summary.failures.extend(batch.failures)
@@ -237,7 +243,7 @@ class _Run:
         self._written(len(batch.failures) + batch.skipped, 0)
         with self._timed("write"):
             delete_records(self.ingestor.store, batch.stale)
-            writer.write(batch.prepared, batch.new_concepts, self.abort.is_set)
+            writer.write(batch.prepared, self.abort.is_set)
 
     @contextlib.contextmanager
     def _timed(self, stage: str) -> Iterator[None]:
@@ -343,8 +349,6 @@ class _Run:
                 prepare(work, metadata.extract_document(work.doc), keep_text=self.config.keep_text) for work in batch.works
             ]
             batch.works = []  # the prepared records hold everything from here on
-        with self._timed("concepts"):
-            batch.new_concepts = self._new_concepts(batch.prepared)
 
     def _in_slices(self, model: Callable[[list[str]], Any], texts: list[str]) -> list[Any] | None:
         """``model`` over ``texts``, ``batch_chunks`` at a time (a long document is one batch of
@@ -356,18 +360,6 @@ class _Run:
                 return None
             out.extend(model(texts[start : start + size]))
         return out
-
-    def _new_concepts(self, prepared: list[PreparedDocument]) -> dict[str, dict[str, Any]]:
-        """Records for the concepts of a batch that neither the store nor an earlier batch has."""
-        mentions: dict[str, ConceptMention] = {}
-        for item in prepared:
-            for name, mention in item.concepts.items():
-                mentions.setdefault(name, mention)
-        # Claimed names first, then the store: a name an earlier batch writes in between is seen by one of them.
-        in_flight = self.claims.snapshot()
-        missing = missing_concepts(self.ingestor.store, set(mentions) - in_flight)
-        fresh = self.claims.claim(missing)
-        return concept_records(self.ingestor.embedder, {name: mentions[name] for name in fresh})
 
 
 def _check(doc: SourceDocument | Any, max_chars: int) -> LoadFailure | None:

@@ -1,26 +1,21 @@
 """Writes prepared documents in small all-or-nothing groups (``write_documents.surql``).
 
 A group that fails is written again one document at a time, so one bad document is reported and the
-others are written. A group that names a concept the store no longer has (deleted since the batch
-looked) gets that concept embedded and is written again; so does a group that lost a write conflict
-to another writer.
+others are written. A group that lost a write conflict to another writer is written again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from ..embed import Embedder
 from ..errors import QueryExecutionError
 from ..ids import concept_id
-from ..models import IngestSummary, LoadFailure
+from ..models import ConceptMention, IngestSummary, LoadFailure
 from ..store import SurrealStore
 from .bridges import link
-from .concepts import ConceptClaims, concept_records, missing_concepts
+from .concepts import concept_record
 from .records import PreparedDocument, groups
 
-MISSING_CONCEPTS = "kgrag:missing-concepts"  # thrown by write_documents.surql
 ATTEMPTS = 4
 
 
@@ -30,30 +25,22 @@ class Writer:
     def __init__(
         self,
         store: SurrealStore,
-        embedder: Embedder,
-        claims: ConceptClaims,
         summary: IngestSummary,
         *,
         group_size: int,
         group_chunks: int,
+        vector_min_chunks: int,
         on_written: Callable[[int, int], None] = lambda docs, chunks: None,
     ) -> None:
         self.store = store
-        self.embedder = embedder
-        self.claims = claims
         self.summary = summary
         self.group_size = group_size
         self.group_chunks = group_chunks
+        self.vector_min_chunks = vector_min_chunks
         self.on_written = on_written
-        # Concept records embedded for this run and not written yet, by name. A batch's new concepts
-        # are written by the first group that mentions them; one whose documents all failed waits
-        # here for a later group that mentions it.
-        self.pending: dict[str, dict[str, Any]] = {}
-        self.vectors_written = 0
         self.relations_written = 0
 
-    def write(self, prepared: list[PreparedDocument], new_concepts: dict[str, dict[str, Any]], stop: Callable[[], bool]) -> None:
-        self.pending.update(new_concepts)
+    def write(self, prepared: list[PreparedDocument], stop: Callable[[], bool]) -> None:
         for group in groups(prepared, self.group_size, self.group_chunks):
             if stop():
                 return
@@ -64,11 +51,7 @@ class Writer:
             try:
                 created = self._write(group)
             except QueryExecutionError as error:
-                message = str(error)
-                if attempt < ATTEMPTS and MISSING_CONCEPTS in message:
-                    self._embed_missing(group)
-                    continue
-                if attempt < ATTEMPTS and "conflict" in message.lower():
+                if attempt < ATTEMPTS and "conflict" in str(error).lower():
                     continue
                 self._isolate(group, error)
                 return
@@ -88,43 +71,37 @@ class Writer:
         self.on_written(1, 0)
 
     def _write(self, group: list[PreparedDocument]) -> int:
-        """One transaction; returns how many concept records it sent for creation."""
+        """One transaction; returns how many concepts it created."""
         bridges = link(self.store, group)  # adds forward bridges to the group's edges and concepts
-        names = sorted({name for item in group for name in item.concepts})
-        created = [
+        mentions: dict[str, ConceptMention] = {}
+        for item in group:
+            for name, mention in item.concepts.items():
+                mentions.setdefault(name, mention)  # the first document's mention names a new concept
+        names = sorted(mentions)
+        concepts = [
             {
-                **self.pending[name],
+                **concept_record(mentions[name]),
                 "df": sum(name in item.concepts for item in group),
                 "titled": any(name in item.own_names for item in group),
             }
             for name in names
-            if name in self.pending
         ]
-        self.store.query(
+        created: int = self.store.query(
             "write_documents",
             {
                 "doc_ids": [item.record["id"] for item in group],
                 "documents": [item.record for item in group],
-                "concepts": created,
+                "concepts": concepts,
                 "concept_ids": [concept_id(name) for name in names],
                 "chunks": [c for item in group for c in item.chunks],
                 "texts": [t for item in group for t in item.texts],
                 "edges": [e for item in group for e in item.edges],
                 "relations": [r for item in group for r in item.relations],
                 "bridges": bridges,
+                "vector_min_chunks": self.vector_min_chunks,
             },
-        )
-        written = [c["name"] for c in created]
-        for name in written:
-            del self.pending[name]
-        self.claims.release(written)
-        return len(created)
-
-    def _embed_missing(self, group: list[PreparedDocument]) -> None:
-        """Embed the concepts of ``group`` that the store lacks and this run holds no record for."""
-        mentions = {name: m for item in group for name, m in item.concepts.items()}
-        missing = missing_concepts(self.store, set(mentions) - set(self.pending))
-        self.pending.update(concept_records(self.embedder, {name: mentions[name] for name in missing}))
+        )[-1]
+        return created
 
     def _count(self, group: list[PreparedDocument], created: int) -> None:
         chunks = 0
@@ -138,5 +115,4 @@ class Writer:
             self.relations_written += len(item.relations)
         self.summary.chunks += chunks
         self.summary.concepts += created
-        self.vectors_written += created + chunks
         self.on_written(len(group), chunks)

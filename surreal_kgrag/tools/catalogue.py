@@ -84,13 +84,16 @@ def _embed(context: ToolContext, text: str) -> Plan[list[float]]:
     return np.asarray(vector, dtype=np.float32).reshape(-1).tolist()
 
 
-def _nearest_concepts(context: ToolContext, embedding: list[float], k: int) -> Plan[list[ConceptHit]]:
-    """The ``k`` nearest concepts a chunk in the scope mentions: the KNN pool grows while concepts
-    outside the scope leave fewer than ``k``."""
+def _nearest_concepts(
+    context: ToolContext, embedding: list[float], k: int, named: RecordID | None = None
+) -> Plan[list[ConceptHit]]:
+    """The ``k`` nearest concepts a chunk in the scope mentions, after the concept ``named`` (the
+    one the query names exactly, if stored): the KNN pool grows while concepts outside the scope
+    leave fewer than ``k``."""
     candidates: int | None = k if context.scope.unrestricted else 4 * k
     rows: list[dict[str, Any]] = []
     while candidates is not None:
-        params = {"embedding": embedding, "limit": k}
+        params = {"embedding": embedding, "limit": k, "named": [named] if named is not None else []}
         out = (yield _query(context, "tool_search_concepts", params, candidates=candidates, ef=max(_EF, candidates)))[-1]
         rows = out["concepts"]
         candidates = grow(candidates, len(rows), k, out["fetched"])
@@ -142,7 +145,9 @@ def _search_chunks(context: ToolContext, args: SearchChunksArgs) -> Plan[BaseMod
 
 def _search_concepts(context: ToolContext, args: SearchConceptsArgs) -> Plan[BaseModel]:
     embedding = yield from _embed(context, args.query)
-    concepts = yield from _nearest_concepts(context, embedding, args.k)
+    normalised = normalise_concept(args.query, keep_numeric=True)
+    named = concept_id(normalised) if normalised is not None else None
+    concepts = yield from _nearest_concepts(context, embedding, args.k, named)
     return ConceptSearchResult(query=args.query, concepts=concepts)
 
 
