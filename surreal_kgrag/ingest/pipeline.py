@@ -4,9 +4,9 @@ Each stage runs in its own thread and hands batches to the next through a bounde
 works on one batch while the embedder works on the previous one and the database writes the one
 before that (the models and the engine release the GIL), and memory stays flat whatever the corpus
 size. After the writes, the concepts that earned a vector are embedded (``concepts.py``), then the
-search indexes are maintained. Each small group of documents is written in one transaction, so a crash never leaves a
-document half-written; unchanged documents (same content hash) are skipped, so running again
-continues where a run stopped.
+search indexes are maintained. Each small group of documents is written in one transaction, so a
+crash never leaves a document half-written; unchanged documents (same content hash) are skipped, so
+running again continues where a run stopped.
 
 A stage that fails stops the stages before it; the batches already past it are still written, then
 the error is raised. Ctrl-C (or cancelling ``aingest``) lets the transaction in progress finish,
