@@ -71,7 +71,10 @@ def url(tmp_path_factory):
 @pytest.fixture(scope="module")
 def store(url, minilm, spacy_extractor):
     with SurrealStore(url) as s:
-        config = IngestConfig(chunker=SentenceChunker(max_tokens=20, overlap_tokens=0), metadata_concepts=())
+        # Every concept gets a vector: the scoped concept search must fill k from the visible ones.
+        config = IngestConfig(
+            chunker=SentenceChunker(max_tokens=20, overlap_tokens=0), metadata_concepts=(), concept_vector_min_chunks=1
+        )
         documents = [
             SourceDocument(key=key, title=key.replace("_", " "), text=text, source=f"{key}.txt",
                            metadata={"tenant": tenant}, access=access)
