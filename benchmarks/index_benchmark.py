@@ -26,10 +26,12 @@ import numpy as np
 from surreal_kgrag import make_retriever
 from surreal_kgrag.embed import resolve_embedder
 from surreal_kgrag.indexes import IndexSettings
+from surreal_kgrag.ingest import IngestConfig
 from surreal_kgrag.schema import ensure_schema, read_meta
 from surreal_kgrag.store import SurrealStore
 
 GROUP = 16  # documents per write transaction, as the ingest writes them
+VECTOR_MIN_CHUNKS = IngestConfig().concept_vector_min_chunks
 
 
 def export(url: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -45,11 +47,17 @@ def export(url: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         by_doc[text["doc"]]["texts"].append(text)
     for edge in edges:
         by_doc[edge["doc"]]["edges"].append(edge)
-    concept_rows = {c["id"]: {**c, "embedding": np.asarray(c["embedding"], dtype=np.float32)} for c in concepts}
+    concept_rows = {c["id"]: _with_vector(c) for c in concepts}
     rows = list(by_doc.values())
     for row in rows:
         row["concepts"] = {e["out"]: concept_rows[e["out"]] for e in row["edges"] if e["out"] in concept_rows}
     return meta, rows
+
+
+def _with_vector(concept: dict[str, Any]) -> dict[str, Any]:
+    """A concept row as float32; one without a vector (IngestConfig.concept_vector_min_chunks) has no field."""
+    vector = concept.pop("embedding", None)
+    return concept if vector is None else {**concept, "embedding": np.asarray(vector, dtype=np.float32)}
 
 
 def load(store: SurrealStore, rows: list[dict[str, Any]], settings: IndexSettings) -> dict[str, float]:
@@ -63,20 +71,20 @@ def load(store: SurrealStore, rows: list[dict[str, Any]], settings: IndexSetting
         for row in group:
             for concept_id in row["concepts"]:
                 mentions[concept_id] += 1
-        created = [{**row["concepts"][c], "df": n} for row in group for c, n in mentions.items() if c in row["concepts"] and c not in seen]
-        created = list({c["id"]: c for c in created}.values())
-        seen.update(c["id"] for c in created)
+        # Every concept the group mentions (the write creates those the store lacks), df counted here.
+        concepts = {c: {**row["concepts"][c], "df": n} for row in group for c, n in mentions.items() if c in row["concepts"]}
         store.query("write_documents", {
             "doc_ids": [row["document"]["id"] for row in group],
             "documents": [row["document"] for row in group],
-            "concepts": created,
-            "concept_ids": list(mentions),
+            "concepts": list(concepts.values()),
             "chunks": [c for row in group for c in row["chunks"]],
             "texts": [x for row in group for x in row["texts"]],
             "edges": [e for row in group for e in row["edges"]],
+            "vector_min_chunks": VECTOR_MIN_CHUNKS,
         })
         vectors["chunks"] += sum(len(row["chunks"]) for row in group)
-        vectors["concepts"] += len(created)
+        vectors["concepts"] += sum(1 for c, row in concepts.items() if c not in seen and "embedding" in row)
+        seen.update(concepts)
     write = time.perf_counter() - t
     t = time.perf_counter()
     report = store.after_bulk_write(chunks=vectors["chunks"], concepts=vectors["concepts"], settings=settings)

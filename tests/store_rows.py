@@ -16,7 +16,7 @@ def one_chunk_document(i: int, vector: np.ndarray) -> dict[str, Any]:
         "doc_ids": [doc],
         "documents": [{"id": doc, "source": f"s{i}", "title": f"t{i}", "content_type": "text/plain",
                        "content_hash": "h", "metadata": {}, "access": [], "chunk_count": 1}],
-        "concepts": [], "concept_ids": [],
+        "concepts": [],
         "chunks": [{"id": chunk, "doc": doc, "index": 0, "content": f"text {i}", "char_start": 0, "char_end": 6,
                     "access": [], "embedding": vector}],
         "texts": [{"id": RecordID("chunk_text", chunk.id), "chunk": chunk, "doc": doc, "access": [], "text": f"word{i} text"}],

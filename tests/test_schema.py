@@ -52,7 +52,7 @@ def test_relation_pair_is_unique_and_embedding_dimension_enforced():
                    "embedding": [0.0, 1.0]}
         edge = {"in": chunk["id"], "out": concept["id"], "doc": doc["id"], "count": 1}
         text = {"id": RecordID("chunk_text", "d::h::00000"), "chunk": chunk["id"], "doc": doc["id"], "access": [], "text": "c"}
-        params = {"doc_ids": [doc["id"]], "documents": [doc], "concepts": [concept], "concept_ids": [concept["id"]],
+        params = {"doc_ids": [doc["id"]], "documents": [doc], "concepts": [concept],
                   "chunks": [chunk], "texts": [text], "edges": [edge, dict(edge)]}
         with pytest.raises(QueryExecutionError, match="write_documents"):
             store.query("write_documents", params)  # the same pair twice violates the unique index

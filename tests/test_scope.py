@@ -266,6 +266,19 @@ def test_get_document_answers_only_inside_the_scope(public_tools, oracle):
     assert _answer(public_tools, "get_document", {"document_id": " curie_pub"})["error"]["type"] == "not_found"
 
 
+def test_a_concept_named_exactly_is_found_only_inside_the_scope(public_tools, oracle):
+    """search_concepts puts the concept a query names first, vector or not; never one outside the scope."""
+    visible = oracle.concepts(["public"])
+    secret_only = sorted(oracle.concepts(["secret"]) - visible)
+    assert "project zephyr" in secret_only
+    for name in secret_only[:5]:
+        found = _answer(public_tools, "search_concepts", {"query": name, "k": 5})["concepts"]
+        assert found and {c["id"] for c in found} <= visible, (name, found)
+    shared = _answer(public_tools, "search_concepts", {"query": "Marie Curie", "k": 5})["concepts"]
+    assert shared[0]["id"] == "marie curie" and shared[0]["score"] == 1.0
+    assert shared[0]["chunks"] == len(oracle.mentioning("marie curie", ["public"]))
+
+
 def test_a_dispatcher_can_narrow_its_retriever_never_widen_it(store, build, oracle):
     secret_over_public = ToolDispatcher(store, retriever=build("chunk", access=["public"]), scope=Scope(access=["secret"]))
     assert _answer(secret_over_public, "search_chunks", {"query": "Marie Curie", "k": 10})["documents"] == []

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import QueryExecutionError
-from ..ids import concept_id
 from ..models import ConceptMention, IngestSummary, LoadFailure
 from ..store import SurrealStore
 from .bridges import link
@@ -92,7 +91,6 @@ class Writer:
                 "doc_ids": [item.record["id"] for item in group],
                 "documents": [item.record for item in group],
                 "concepts": concepts,
-                "concept_ids": [concept_id(name) for name in names],
                 "chunks": [c for item in group for c in item.chunks],
                 "texts": [t for item in group for t in item.texts],
                 "edges": [e for item in group for e in item.edges],
