@@ -10,7 +10,16 @@ from .indexes import SEARCH_INDEXES, IndexSettings, IndexState
 from .store import SurrealStore, checked_int
 from .surql import Identifier
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "IndexSettings", "aensure_schema", "ensure_schema", "read_meta"]
+__all__ = [
+    "ADJACENCY_LISTS_SINCE",
+    "CHUNK_LIST_MAX",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "IndexSettings",
+    "aensure_schema",
+    "ensure_schema",
+    "read_meta",
+]
 
 # 2: full-text search moved from `chunk.search_text` to the `chunk_text` table.
 # 3: the `term` table counts the chunks each analysed term occurs in (migrated from 2 on open).
@@ -18,10 +27,20 @@ __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "IndexSettings", "aensure_schema", "e
 #    Derived from every document's text and title, so an older store is ingested again instead.
 # 5: the `concept_chunks` table counts the chunks that mention each concept (migrated from 4 on open).
 # 6: a concept's vector is optional; `concept_vector_queue` lists the concepts waiting for one.
-SCHEMA_VERSION = 6
+# 7: adjacency lists for the graph walk: `chunk_concepts`, `concept_chunks.chunks` (migrated from 6 on open).
+SCHEMA_VERSION = 7
 # Older schema versions this one can bring up to date in place: version -> the SurrealQL file that
 # takes a store from that version to the next one (applied in turn).
-MIGRATIONS: dict[int, str] = {4: "migrate_v4_concept_chunks", 5: "migrate_v5_concept_vectors"}
+MIGRATIONS: dict[int, str] = {
+    4: "migrate_v4_concept_chunks",
+    5: "migrate_v5_concept_vectors",
+    6: "migrate_v6_adjacency",
+}
+#: A concept's chunks are listed in `concept_chunks` while at most this many chunks mention it (the
+#: figure is written in the SurrealQL that keeps the lists); the graph modes walk no concept in more.
+CHUNK_LIST_MAX = 32
+#: The first schema with the adjacency lists; the graph modes read an older store from its edges.
+ADJACENCY_LISTS_SINCE = 7
 
 
 def _index_steps(states: dict[str, IndexState], dimension: int, settings: IndexSettings) -> list[tuple[str, None, dict[str, Any]]]:

@@ -15,6 +15,7 @@ from surreal_kgrag.ingest.config import IngestConfig
 from surreal_kgrag.models import ChunkGraph, ConceptMention, LLMIngestStats, Relation, SourceDocument
 from surreal_kgrag.phrases import longest_matches, spans
 from surreal_kgrag.retrieval import make_retriever
+from surreal_kgrag.schema import CHUNK_LIST_MAX, SCHEMA_VERSION, ensure_schema
 from surreal_kgrag.surql import NO_FILTER
 
 CHUNKER = SentenceChunker(max_tokens=24, overlap_tokens=0)
@@ -44,7 +45,9 @@ def _docs(rows, access=("public",)):
 
 def _ingest(store, minilm, extractor, docs):
     config = IngestConfig(chunker=CHUNKER)
-    return Ingestor(store, embedder=minilm, extractor=extractor, config=config).ingest(docs)
+    summary = Ingestor(store, embedder=minilm, extractor=extractor, config=config).ingest(docs)
+    assert not summary.failures, summary.failures
+    return summary
 
 
 def _edges(store):
@@ -127,6 +130,49 @@ def test_delete_keeps_bridges_and_counts_consistent(minilm):
         ingestor.delete(["ames", "harbour"])
         assert _edges(store) == set()
         assert store.query("graph_names", {"ids": [RecordID("concept", "quiet harbour")]})[-1] == []
+
+
+def _chunk_list(store, name):
+    """A concept's count and chunk list as stored (concept_chunks), the list as a set of chunk keys."""
+    row = store.query_text("test: a concept's chunk list", "SELECT n, chunks FROM ONLY type::record('concept_chunks', $name);", {"name": name})[-1]
+    return row["n"], None if row.get("chunks") is None else {key for key, _, _ in row["chunks"]}
+
+
+def _kestrel(text):
+    return [ConceptMention(name="kestrel project", display="Kestrel Project", kind="ORG")] if "Kestrel" in text else []
+
+
+def test_adjacency_lists_follow_the_edges_past_the_list_limit(minilm):
+    """A concept keeps a chunk list only while at most CHUNK_LIST_MAX chunks mention it: a longer
+    document drops the list, a shorter version of it brings the list back, a delete empties it.
+    _edges checks both list tables against the edges each time (check_integrity.surql)."""
+    sentence = "The Kestrel Project tested glider number {i} on the moor in the spring of 1903."
+    extractor = CallableConceptExtractor(_kestrel)
+    with SurrealStore("mem://") as store:
+        ingestor = Ingestor(store, embedder=minilm, extractor=extractor, config=IngestConfig(chunker=CHUNKER))
+        short = ("flights", "Glider Flights", " ".join(sentence.format(i=i) for i in range(10)))
+        other = ("kestrel", "Kestrel Project", "The Kestrel Project was a group of glider builders in Yorkshire.")
+        ingestor.ingest(_docs([short, other]))
+        _edges(store)
+        n, chunks = _chunk_list(store, "kestrel project")
+        assert n == _chunk_count(store, "flights") + 1 and chunks is not None and len(chunks) == n
+        long = ("flights", "Glider Flights", " ".join(sentence.format(i=i) for i in range(CHUNK_LIST_MAX + 8)))
+        ingestor.ingest(_docs([long]))
+        _edges(store)
+        n, chunks = _chunk_list(store, "kestrel project")
+        assert n > CHUNK_LIST_MAX and chunks is None
+        ingestor.ingest(_docs([short]))
+        _edges(store)
+        n, chunks = _chunk_list(store, "kestrel project")
+        assert n == _chunk_count(store, "flights") + 1 and chunks is not None and len(chunks) == n
+        assert ingestor.delete(["flights"]) == 1
+        _edges(store)
+        assert _chunk_list(store, "kestrel project") == (1, {key for key in chunks if key.startswith("kestrel::")})
+
+
+def test_walk_depth_cannot_exceed_the_lists(minilm):
+    with SurrealStore("mem://") as store, pytest.raises(ValueError, match="max_df"):
+        make_retriever("graph", store, embedder=minilm, max_df=CHUNK_LIST_MAX + 1)
 
 
 # -- phrase matching -------------------------------------------------------------------------------
@@ -212,6 +258,37 @@ def test_the_walk_never_leaves_the_scope(minilm, spacy_extractor):
             assert all(p.document_id != "brandvold" for d in public.documents for p in d.provenance)
             everyone = make_retriever(mode, store, embedder=minilm).search(QUESTION, k=2)
             assert "brandvold" in {d.id for d in everyone.documents}
+
+
+def _ranked(store, minilm, mode, **options):
+    result = make_retriever(mode, store, embedder=minilm, **options).search(QUESTION, k=6)
+    return [d.id for d in result.documents], [d.score for d in result.documents]
+
+
+def _same(ranked, expected):
+    return ranked[0] == expected[0] and ranked[1] == pytest.approx(expected[1], rel=1e-4)
+
+
+def test_the_lists_and_the_scoped_edges_give_the_same_walk(minilm, spacy_extractor):
+    """Every document is public: the public caller's walk (edges, each checked against its scope) and
+    the unrestricted one (adjacency lists) see the same subgraph and rank alike; so does the
+    unrestricted walk over the edges of a store not yet migrated to the lists, and after migrating."""
+    with SurrealStore("mem://") as store:
+        _ingest(store, minilm, spacy_extractor, _docs(OPERA))
+        ranked = {mode: _ranked(store, minilm, mode) for mode in ("graph", "concept")}
+        for mode, expected in ranked.items():
+            assert _same(_ranked(store, minilm, mode, access=["public"]), expected), mode
+        # As a schema-6 store: no lists at all.
+        meta = store.query("store_meta")[-1]
+        store.query("store_meta_write", {"meta": {**meta, "schema_version": 6}})
+        store.query_text("test: as schema 6", "REMOVE TABLE chunk_concepts; UPDATE concept_chunks UNSET chunks;")
+        for mode, expected in ranked.items():
+            assert _same(_ranked(store, minilm, mode), expected), mode
+        ensure_schema(store, dimension=minilm.dimension, embedder=minilm.name)
+        assert store.query("store_meta")[-1]["schema_version"] == SCHEMA_VERSION
+        _edges(store)  # the lists rebuilt say what the edges say
+        for mode, expected in ranked.items():
+            assert _same(_ranked(store, minilm, mode), expected), mode
 
 
 class _RelationExtractor:

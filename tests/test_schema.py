@@ -26,7 +26,7 @@ def test_schema_is_idempotent():
         ensure_schema(store, dimension=8, embedder="e")
         ensure_schema(store, dimension=8, embedder="e")
         assert _definitions(store) == first
-        assert set(first["db"]["tables"]) == {"document", "chunk", "chunk_text", "term", "concept", "concept_chunks", "concept_vector_queue", "MENTIONS_CONCEPT", "RELATES_TO", "kg_meta"}
+        assert set(first["db"]["tables"]) == {"document", "chunk", "chunk_text", "term", "concept", "concept_chunks", "chunk_concepts", "concept_vector_queue", "MENTIONS_CONCEPT", "RELATES_TO", "kg_meta"}
 
 
 def test_schema_declares_the_documented_indexes():
@@ -115,7 +115,7 @@ def test_store_from_before_the_graph_schema_asks_for_a_new_ingest(version):
         store.query("store_meta_write", {"meta": {"dimension": 4, "embedder": "e", "schema_version": version}})
         with pytest.raises(SchemaMismatchError, match=f"store schema {version}.*Ingest your documents again"):
             ensure_schema(store, dimension=4, embedder="e")
-    assert SCHEMA_VERSION == 6
+    assert SCHEMA_VERSION == 7
 
 
 def test_a_schema_4_store_gains_its_concept_chunk_counts_in_place(minilm, spacy_extractor):
@@ -129,7 +129,7 @@ def test_a_schema_4_store_gains_its_concept_chunk_counts_in_place(minilm, spacy_
         store.query("store_meta_write", {"meta": {**meta, "schema_version": 4}})
         store.query_text("test: as schema 4", "REMOVE TABLE concept_chunks;")
         ensure_schema(store, dimension=minilm.dimension, embedder=minilm.name)
-        assert store.query("store_meta")[-1]["schema_version"] == SCHEMA_VERSION  # 4 -> 5 -> 6
+        assert store.query("store_meta")[-1]["schema_version"] == SCHEMA_VERSION  # 4 -> 5 -> 6 -> 7
         assert dict(store.query("concept_chunk_counts")[-1]) == counts
 
 

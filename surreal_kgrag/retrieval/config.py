@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..schema import CHUNK_LIST_MAX
 from .results import Channel
 
 Mode = Literal["chunk", "concept", "hybrid", "graph"]
@@ -66,7 +67,11 @@ class GraphConfig(HybridConfig):
     dense_seeds: bool = Field(True, description="the KNN chunks are seeds of the walk (reset mass dense_reset)")
     dense_reset: float = Field(1.0, ge=0.0, description="reset mass of the dense seeds next to the question's concepts (1)")
     dense_temperature: float = Field(0.05, gt=0.0, description="softmax temperature of the dense seeds' similarities")
-    max_df: int = Field(5, ge=1, description="concepts mentioned by more chunks are hubs: not walked through")
+    max_df: int = Field(
+        5, ge=1, le=CHUNK_LIST_MAX,
+        description="concepts mentioned by more chunks are hubs: not walked through (at most 32: the store lists the "
+        "chunks of concepts up to that)",
+    )
     hop2: bool = Field(True, description="fetch the chunks of the seeds' concepts (the bridge hop)")
     damping: float = Field(0.8, ge=0.0, lt=1.0, description="probability that the walk follows an edge")
     iterations: int = Field(30, ge=1, le=200, description="power iterations of the walk")
@@ -88,7 +93,7 @@ class ConceptConfig(GraphConfig):
     dense_seeds: bool = Field(False, description="the walk starts from the question's concepts only")
     dense_reset: float = Field(0.0, ge=0.0)
     max_df: int = Field(
-        10, ge=1,
+        10, ge=1, le=CHUNK_LIST_MAX,
         description="a named concept in more chunks than this is not walked from; with no other seeds, 5 cost "
         "7 points of recall@5 on HotpotQA (79.0 against 86.2) and 0.3 on MuSiQue",
     )

@@ -4,9 +4,10 @@ Per question, two database round trips before hydration:
 
 1. the question's candidate names (every n-gram, :mod:`surreal_kgrag.phrases`) looked up among the
    stored concepts (``graph_names.surql``), at the same time as the BM25 channel;
-2. the subgraph around the seeds (``graph_subgraph.surql``): KNN chunks, the chunks of the concepts
-   the question names, the BM25 chunks, their concepts and those concepts' other chunks, all
-   within the caller's scope.
+2. the subgraph around the seeds: KNN chunks, the chunks of the concepts the question names, the
+   BM25 chunks, their concepts and those concepts' other chunks, all within the caller's scope
+   (``graph_subgraph.surql`` from the adjacency lists for a caller who may read everything,
+   ``graph_subgraph_scoped.surql`` from the edges, each checked against the scope, for the others).
 
 The walk (:mod:`.walk`) runs client-side on that subgraph and its document ranking is fused with
 BM25 (and the KNN order, weight 0, which only fills up to k).
@@ -24,6 +25,7 @@ from surrealdb import RecordID
 from .. import phrases
 from ..extract import NOUN_PHRASE
 from ..ids import concept_id
+from ..schema import ADJACENCY_LISTS_SINCE
 from ..surql import CompiledFilter
 from .base import Request, exact_instead, grow, pool_used
 from .config import GraphConfig, RetrieverConfig
@@ -43,6 +45,7 @@ class GraphRetriever(HybridRetriever):
     config_class: ClassVar[type[RetrieverConfig]] = GraphConfig
     config: GraphConfig
     default_candidates = 20
+    _lists = False  # set once the store is seen to keep the adjacency lists (they stay from then on)
 
     def _analyze(self, request: Request) -> Plan[None]:
         """No spaCy pass: the question's names are found by phrase lookup in ``_plan``."""
@@ -94,33 +97,37 @@ class GraphRetriever(HybridRetriever):
     def _subgraph(
         self, request: Request, names: dict[str, tuple[float, int]], text: list[Hit], candidates: int, exact: bool
     ) -> Plan[dict[str, Any]]:
+        """The subgraph around the seeds: from the adjacency lists for a caller who may read the whole
+        store, from the edges (each checked against the scope) for any other."""
         config = self.config
-        relations = yield from self._relations_present()
-        params = {
+        lists = yield from self._adjacency_lists()
+        named = [name for name, (_, n) in names.items() if n <= config.max_df]
+        params: dict[str, Any] = {
             "embedding": request.vector,
             "exact": exact,
-            "named": [concept_id(name) for name, (_, n) in names.items() if n <= config.max_df],
-            "text_chunks": [RecordID("chunk", hit.chunk) for hit in text],
             "dense_seeds": config.dense_seeds,
             "max_df": config.max_df,
             "hop2": config.hop2,
-            "relations": relations,
-            "filtered": bool(request.filter.condition),
-            **request.filter.params,
         }
         placeholders = self._knn_placeholders(request, candidates)
-        return (yield Query("graph_subgraph", params, placeholders))[-1]
+        if lists and not request.filter.condition:
+            params |= {"named": [RecordID("concept_chunks", name) for name in named], "text_chunks": [hit.chunk for hit in text]}
+            return (yield Query("graph_subgraph", params, placeholders))[-1]
+        params |= {
+            "named": [concept_id(name) for name in named],
+            "text_chunks": [RecordID("chunk", hit.chunk) for hit in text],
+            **request.filter.params,
+        }
+        return (yield Query("graph_subgraph_scoped", params, placeholders))[-1]
 
-    def _relations_present(self) -> Plan[bool]:
-        """Whether the store has the LLM layer's relations table. Once it has, it keeps it; until
-        then each search asks (well under a millisecond), so relations written by another process or
-        retriever are walked from the next search on."""
-        if self._chunk_totals.lookup("relations"):
+    def _adjacency_lists(self) -> Plan[bool]:
+        """Whether the store keeps the adjacency lists (schema 7 on). A store written by an older
+        version is read from its edges until an ingest or ``ensure_schema`` brings it up to date."""
+        if self._lists:
             return True
-        present = bool((yield Query("relations_present"))[-1])
-        if present:
-            self._chunk_totals.remember("relations", True)
-        return present
+        version = (yield Query("schema_version"))[-1]
+        self._lists = isinstance(version, int) and version >= ADJACENCY_LISTS_SINCE
+        return self._lists
 
     def _walk(
         self, request: Request, sub: Subgraph, out: dict[str, Any], names: dict[str, tuple[float, int]], chunk_total: int
@@ -130,7 +137,7 @@ class GraphRetriever(HybridRetriever):
         if not sub.chunks:
             return []
         counts = np.zeros(len(sub.concepts))
-        for concept, n in out["counts"] + out["related_counts"]:
+        for concept, n, *_ in out["counts"] + out["related_counts"]:
             pos = sub.concept_pos.get(concept)
             if pos is not None:
                 counts[pos] = n

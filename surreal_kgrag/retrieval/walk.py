@@ -1,9 +1,9 @@
 """Graph algorithms of the graph and concept modes: the bounded subgraph as arrays, Personalized
 PageRank over it, and the question-concept weights that personalise the walk.
 
-The subgraph (``graph_subgraph.surql``) is bipartite: chunks and concepts joined by
-``MENTIONS_CONCEPT`` edges, plus, when the LLM layer wrote them, ``RELATES_TO`` concept pairs. The
-walk moves along directed, weighted transitions:
+The subgraph (``graph_subgraph.surql``, or ``graph_subgraph_scoped.surql`` for a scoped caller) is
+bipartite: chunks and concepts joined by ``MENTIONS_CONCEPT`` edges, plus, when the LLM layer wrote
+them, ``RELATES_TO`` concept pairs. The walk moves along directed, weighted transitions:
 
 - chunk -> concept: weight ``idf ** gamma`` (rare concepts say more), times ``np_weight`` for a concept
   the chunk names only as a noun phrase; never back to the chunk's own title (``own`` edges), so the
@@ -22,7 +22,7 @@ a few hundred nodes and a thousand edges cost well under a millisecond per itera
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,19 +63,36 @@ class Subgraph:
         return pos
 
 
+def edges(out: Mapping[str, Any]) -> Iterator[tuple[str, str, bool, bool]]:
+    """The (chunk, concept, own, np) edges of a subgraph answer: listed one by one
+    (``graph_subgraph_scoped.surql``) or as the adjacency lists they were read from
+    (``graph_subgraph.surql``)."""
+    for chunk, concept, own, np_only in out.get("edges") or ():
+        yield chunk, concept, bool(own), bool(np_only)
+    for chunk, concepts, own, np_only in out.get("seeds") or ():
+        owned, noun_phrases = set(own), set(np_only)
+        for concept in concepts:
+            yield chunk, concept, concept in owned, concept in noun_phrases
+    lists = [row[:2] for row in out.get("named") or ()]
+    lists += [(row[0], row[2]) for row in (out.get("counts") or []) + (out.get("related_counts") or []) if len(row) > 2]
+    for concept, chunks in lists:
+        for chunk, own, np_only in chunks or ():
+            yield chunk, concept, bool(own), bool(np_only)
+
+
 def assemble(out: Mapping[str, Any], extra_chunks: Sequence[tuple[str, str]] = ()) -> Subgraph:
-    """The subgraph from ``graph_subgraph.surql``'s answer; ``extra_chunks`` (chunk, doc) join as nodes."""
+    """The subgraph from a subgraph query's answer; ``extra_chunks`` (chunk, doc) join as nodes."""
     sub = Subgraph()
     for chunk, doc, _ in out["knn"]:
         sub.chunk(chunk, doc)
     for chunk, doc in extra_chunks:
         sub.chunk(chunk, doc)
     pairs: dict[tuple[int, int], list[bool]] = {}
-    for chunk, concept, own, np_only in out["edges"]:
+    for chunk, concept, own, np_only in edges(out):
         key = (sub.chunk(chunk), sub.concept(concept))
         flags = pairs.setdefault(key, [False, True])
-        flags[0] = flags[0] or bool(own)
-        flags[1] = flags[1] and bool(np_only)
+        flags[0] = flags[0] or own
+        flags[1] = flags[1] and np_only
     if pairs:
         keys = np.array(list(pairs), dtype=np.int64)
         marks = np.array(list(pairs.values()), dtype=bool)
