@@ -66,7 +66,7 @@ class GraphConfig(HybridConfig):
     )
     dense_seeds: bool = Field(True, description="the KNN chunks are seeds of the walk (reset mass dense_reset)")
     dense_reset: float = Field(1.0, ge=0.0, description="reset mass of the dense seeds next to the question's concepts (1)")
-    dense_temperature: float = Field(0.05, gt=0.0, description="softmax temperature of the dense seeds' similarities")
+    dense_temperature: float = Field(0.03, gt=0.0, description="softmax temperature of the dense seeds' similarities")
     max_df: int = Field(
         5, ge=1, le=CHUNK_LIST_MAX,
         description="concepts mentioned by more chunks are hubs: not walked through (at most 32: the store lists the "

@@ -71,7 +71,7 @@ class GraphRetriever(HybridRetriever):
             placeholders: dict[str, int | CompiledFilter] = {"candidates": candidates, "filter": request.filter}
             queries.append(Query("search_fulltext", text_params, placeholders))
         results = yield Concurrently(tuple(queries))
-        names = question_concepts(spans, results[0][-1], chunk_total, config)
+        names = self._names(spans, results[0][-1], chunk_total)
         text = [Hit.of(row, "text") for row in results[1][-1]] if words else []
         text.sort(key=lambda h: -h.score)
         exact = False
@@ -93,6 +93,10 @@ class GraphRetriever(HybridRetriever):
         }
         ranking = self.fuse({mode: hits for mode, hits in channels.items() if mode in config.weights})
         return (yield from self._hydrate(request, ranking, channels))
+
+    def _names(self, spans: list[phrases.Span], rows: list[dict[str, Any]], chunk_total: int) -> dict[str, tuple[float, int]]:
+        """The question's concepts from the stored names its spans matched (``graph_names.surql``)."""
+        return question_concepts(spans, rows, chunk_total, self.config)
 
     def _subgraph(
         self, request: Request, names: dict[str, tuple[float, int]], text: list[Hit], candidates: int, exact: bool
