@@ -158,9 +158,14 @@ def _strip_end_punctuation(words: list[str]) -> list[str]:
 def _strip_punct_chars(word: str, *, leading: bool) -> str:
     chars = list(word)
     index = 0 if leading else -1
-    while chars and unicodedata.category(chars[index]).startswith("P"):
+    while chars and (unicodedata.category(chars[index]).startswith("P") or chars[index] in _QUOTE_SYMBOLS):
         chars.pop(index)
     return "".join(chars)
+
+
+# Quote marks Unicode files as symbols, not punctuation: the grave accents of ``TeX-style'' quotes,
+# common in text converted from treebank tokens ("``Hungry Eyes''" names the song).
+_QUOTE_SYMBOLS = frozenset("`")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -50,6 +50,9 @@ def one(extractor: ConceptExtractor, text: str) -> dict[str, ConceptMention]:
         ("Straße", None, "strasse"),  # casefold, not lower
         ("United States", None, "united states"),
         ("U.S.", None, "u.s"),
+        ("``Hungry Eyes''", None, "hungry eyes"),  # TeX-style quotes: the backticks are symbols, not punctuation
+        ("`` Take Me Home, Country Roads", None, "take me home, country roads"),
+        ("O`Brien", None, "o`brien"),  # only the ends are stripped
     ],
 )
 def test_normalise_concept(text, lemma, expected):
