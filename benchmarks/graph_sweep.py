@@ -77,9 +77,9 @@ class CapturingRetriever(GraphRetriever):
 EMBEDDER = resolve_embedder(None)
 
 
-def replay(capture: Capture, config: GraphConfig, store: SurrealStore) -> list[str]:
-    """The documents the search would rank under ``config``, from its captured subgraph."""
-    retriever = GraphRetriever(store, config=config)
+def replay(capture: Capture, retriever: GraphRetriever) -> list[str]:
+    """The documents the search would rank under ``retriever``'s settings, from its captured subgraph."""
+    config = retriever.config
     names = question_concepts(capture.spans, capture.rows, capture.chunk_total, config)
     walked = retriever._walk(capture.request, capture.sub, capture.out, names, capture.chunk_total)
     channels = {"graph": walked, "text": capture.text, "vector": capture.vector}
@@ -143,24 +143,25 @@ def main(argv: list[str] | None = None) -> int:
 
     config_class = GraphConfig if args.mode == "graph" else ConceptConfig
     base = json.loads(args.base)
+    runs = variants(args.vary, args.grid)
+    if args.grid and any(not set(settings) <= REPLAYED for _, settings in runs):
+        parser.error(f"--grid takes replayed settings only ({', '.join(sorted(REPLAYED))})")
     table: dict[str, dict[str, tuple[float, float]]] = {}
     for folder in args.folders:
         queries = load_queries(folder / "queries.jsonl")[: args.limit]
         vectors = EMBEDDER.embed_documents([q.question for q in queries])
         with SurrealStore(f"surrealkv://{args.store_dir / folder.resolve().name}") as store:
-
             t = time.perf_counter()
             captures, ranked = search(store, config_class(**base), queries, vectors)
             rows = {"defaults" if not base else f"base {args.base}": score(ranked, queries)}
             print(f"{folder}: captured {len(captures)} searches in {time.perf_counter() - t:.0f}s", file=sys.stderr)
-            for label, settings in variants(args.vary, args.grid):
-                if args.grid and not set(settings) <= REPLAYED:
-                    parser.error(f"--grid takes replayed settings only ({', '.join(sorted(REPLAYED))})")
+            for label, settings in runs:
+                config = config_class(**{**base, **settings})
                 if set(settings) <= REPLAYED:
-                    config = config_class(**{**base, **settings})
-                    ranked = [replay(capture, config, store)[:5] for capture in captures]
+                    retriever = GraphRetriever(store, config=config)
+                    ranked = [replay(capture, retriever)[:5] for capture in captures]
                 else:
-                    _, ranked = search(store, config_class(**{**base, **settings}), queries, vectors)
+                    _, ranked = search(store, config, queries, vectors)
                 rows[label] = score(ranked, queries)
                 if not args.grid:
                     print(f"  {label}: {rows[label]}", file=sys.stderr)

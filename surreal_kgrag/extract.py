@@ -79,6 +79,9 @@ _PRONOUNS = frozenset(
 )
 _FUNCTION_WORDS = _LEADING_WORDS | _PRONOUNS
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u2032": "'"})
+# Quote marks Unicode files as symbols, not punctuation: the grave accents of ``TeX-style'' quotes,
+# common in text converted from treebank tokens ("``Hungry Eyes''" names the song).
+_QUOTE_SYMBOLS = frozenset("`")
 # "1970s", "21st", "3rd", "1,000", "10%": numbers, possibly with a suffix, count as numeric.
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:s|st|nd|rd|th)?\b")
 
@@ -161,11 +164,6 @@ def _strip_punct_chars(word: str, *, leading: bool) -> str:
     while chars and (unicodedata.category(chars[index]).startswith("P") or chars[index] in _QUOTE_SYMBOLS):
         chars.pop(index)
     return "".join(chars)
-
-
-# Quote marks Unicode files as symbols, not punctuation: the grave accents of ``TeX-style'' quotes,
-# common in text converted from treebank tokens ("``Hungry Eyes''" names the song).
-_QUOTE_SYMBOLS = frozenset("`")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -47,9 +47,9 @@ def test_a_replayed_setting_ranks_as_the_retriever_run_with_it(sweep, towns, min
             default = capturing.search(query.question, k=5)
             capture = capturing.captured
             assert capture is not None and capture.sub.chunks
-            assert sweep.replay(capture, GraphConfig(), store)[:5] == [doc.id for doc in default.documents]
+            assert sweep.replay(capture, GraphRetriever(store, config=GraphConfig()))[:5] == [doc.id for doc in default.documents]
             real = GraphRetriever(store, embedder=minilm, config=changed).search(query.question, k=5)
-            assert sweep.replay(capture, changed, store)[:5] == [doc.id for doc in real.documents], query.question
+            assert sweep.replay(capture, GraphRetriever(store, config=changed))[:5] == [doc.id for doc in real.documents], query.question
             differs += [doc.id for doc in real.documents] != [doc.id for doc in default.documents]
     assert differs >= 2  # the changed settings do change rankings, so the comparison above means something
 
