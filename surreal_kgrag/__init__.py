@@ -1,6 +1,7 @@
 """surreal-kgrag: knowledge-graph retrieval on SurrealDB (documents, chunks, concepts)."""
 
 from .chunking import SentenceChunker
+from .db import StoreConfig, SurrealStore
 from .errors import (
     ConfigurationError,
     KGRagError,
@@ -41,7 +42,6 @@ from .retrieval import (
 from .retrieval.filters import FilterError, compile_filter
 from .schema import IndexSettings, ensure_schema
 from .stats import get_stats
-from .store import StoreConfig, SurrealStore
 from .tools import ToolDispatcher, ToolError
 
 __version__ = "0.1.0"

@@ -26,9 +26,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from .db import DEFAULT_URL, StoreConfig, SurrealStore
 from .errors import KGRagError, StoreNotFoundError
 from .retrieval.options import access_labels
-from .store import DEFAULT_URL, StoreConfig, SurrealStore
 
 MODES = ["chunk", "concept", "hybrid", "graph"]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from .db import SurrealStore
 from .ingest import IngestConfig, Ingestor
 from .retrieval import BaseRetriever, make_retriever
-from .store import SurrealStore
 
 
 class LazyRetriever:

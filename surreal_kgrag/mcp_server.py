@@ -28,10 +28,10 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 from pydantic import ValidationError
 
 from . import __version__
+from .db import DEFAULT_URL, StoreConfig, SurrealStore
 from .errors import KGRagError
 from .retrieval import RETRIEVERS, Scope
 from .retrieval.options import access_labels, filter_spec
-from .store import DEFAULT_URL, StoreConfig, SurrealStore
 from .tools import ToolDispatcher
 
 INSTRUCTIONS = (

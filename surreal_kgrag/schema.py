@@ -5,9 +5,9 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from .db import SurrealStore, checked_int
+from .db.catalog import SEARCH_INDEXES, IndexSettings, IndexState
 from .errors import SchemaMismatchError
-from .indexes import SEARCH_INDEXES, IndexSettings, IndexState
-from .store import SurrealStore, checked_int
 from .surql import Identifier
 
 __all__ = [

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .db import SurrealStore
 from .models import StoreStats
 from .schema import read_meta
-from .store import SurrealStore
 
 
 def get_stats(store: SurrealStore) -> StoreStats:

@@ -23,9 +23,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from .db import SurrealStore
 from .errors import QueryExecutionError, SchemaMismatchError
 from .retrieval.scope import Scope
-from .store import SurrealStore
 
 #: The name of the ``DEFINE ACCESS ... TYPE RECORD`` readers sign in with.
 READER_ACCESS = "kg_reader"

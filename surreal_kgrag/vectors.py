@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from .db import SurrealStore, checked_int
 from .errors import ConfigurationError, KGRagError
 from .extract import ConceptExtractor
 from .ids import document_id
@@ -38,7 +39,6 @@ from .retrieval import ChunkRetriever, Scope
 from .retrieval import plan as plans
 from .retrieval.filters import FilterError
 from .retrieval.plan import Plan, Query
-from .store import SurrealStore, checked_int
 from .wire import without_nulls
 
 __all__ = [

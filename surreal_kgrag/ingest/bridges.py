@@ -24,9 +24,9 @@ from typing import Any
 from surrealdb import RecordID
 
 from .. import phrases
+from ..db import SurrealStore
 from ..ids import concept_id, document_id
 from ..models import ConceptMention
-from ..store import SurrealStore
 from .records import PreparedDocument
 
 #: Chunks a reverse search reads per name: a name in more chunks than this links little.

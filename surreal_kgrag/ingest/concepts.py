@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from ..db import SurrealStore
 from ..embed import Embedder
 from ..ids import concept_id
 from ..models import ConceptMention
-from ..store import SurrealStore
 
 # Short names: a larger batch than for passages costs nothing in padding and saves per-batch overhead.
 CONCEPT_BATCH = 256

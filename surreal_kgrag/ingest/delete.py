@@ -7,10 +7,10 @@ from typing import Any
 
 from surrealdb import RecordID
 
+from ..db import SurrealStore
 from ..ids import document_id
 from ..models import SourceDocument
 from ..schema import read_meta
-from ..store import SurrealStore
 
 
 def delete_documents(store: SurrealStore, keys: Iterable[str]) -> int:

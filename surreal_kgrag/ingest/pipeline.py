@@ -27,6 +27,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from ..db import SurrealStore
 from ..embed import Embedder, resolve_embedder
 from ..errors import LoaderError
 from ..extract import ConceptExtractor, MetadataConceptExtractor, resolve_extractor
@@ -34,7 +35,6 @@ from ..ids import document_id
 from ..loaders import find_unstorable, from_text, iter_sources
 from ..models import IngestSummary, LLMIngestStats, LoadFailure, SourceDocument
 from ..schema import ensure_schema
-from ..store import SurrealStore
 from .concepts import embed_many, embed_queued_concepts
 from .config import IngestConfig
 from .delete import adelete_documents, delete_documents, delete_records, stale_parts

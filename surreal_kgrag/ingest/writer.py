@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..db import SurrealStore
 from ..errors import QueryExecutionError
 from ..models import ConceptMention, IngestSummary, LoadFailure
-from ..store import SurrealStore
 from .bridges import link
 from .concepts import concept_record
 from .records import PreparedDocument, groups

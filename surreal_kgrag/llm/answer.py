@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..db import SurrealStore
 from ..errors import ConfigurationError
 from ..retrieval import BaseRetriever, RetrievalResult, RetrievedDocument, make_retriever
 from ..retrieval.plan import Call, Plan, arun, run
-from ..store import SurrealStore
 from .client import ChatReply, LLMClient, LLMReplyError, Message, chat, parse_reply
 from .settings import LLMSettings, LLMUsage
 

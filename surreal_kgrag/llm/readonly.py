@@ -30,10 +30,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from surrealdb import RecordID
 
 from .. import surql
+from ..db import SurrealStore
 from ..errors import QueryExecutionError
 from ..retrieval.plan import SEARCH, Call, Plan, Query, arun, run
 from ..retrieval.scope import Scope
-from ..store import SurrealStore
 from .guard import MAX_CHARS, CheckedStatement, ReadonlyQueryError, check_readonly
 
 

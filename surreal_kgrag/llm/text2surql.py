@@ -12,10 +12,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..db import SurrealStore
 from ..errors import QueryExecutionError
 from ..retrieval.plan import Plan, Query, arun, run
 from ..retrieval.scope import Scope
-from ..store import SurrealStore
 from .client import ChatReply, LLMClient, LLMReplyError, Message, chat, parse_reply
 from .guard import ALLOWED_NAMESPACES, ReadonlyQueryError
 from .readonly import ReadonlyLimits, ReadonlyQueryResult, readonly_plan, scope_plan, to_json

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..db import SurrealStore
 from ..errors import ConfigurationError
-from ..store import SurrealStore
 from .base import Reranker, RerankerChain, RerankerLike, RerankWarning, passage_text
 from .concept_overlap import ConceptOverlapReranker
 from .cross_encoder import CrossEncoderReranker

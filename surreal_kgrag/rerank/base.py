@@ -11,9 +11,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from surrealdb import RecordID
 
+from ..db import SurrealStore, checked_int
 from ..errors import ConfigurationError, KGRagError
 from ..retrieval import ChunkHit, RetrievedDocument, Scope
-from ..store import SurrealStore, checked_int
 from ..surql import CompiledFilter
 
 #: (position in the input list, new score), best first.

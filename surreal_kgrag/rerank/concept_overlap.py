@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 from surrealdb import RecordID
 
+from ..db import SurrealStore
 from ..extract import ConceptExtractor, normalise_concept, resolve_extractor
 from ..retrieval import RetrievedDocument, Scope
-from ..store import SurrealStore
 from .base import Ranking, RankingReranker, StoreReader, by_score, fraction, store_scope
 
 

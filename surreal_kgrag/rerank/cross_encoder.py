@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..db import checked_int
 from ..errors import ConfigurationError, ModelNotAvailableError
 from ..retrieval import RetrievedDocument
-from ..store import checked_int
 from .base import Ranking, RankingReranker, by_score, passage_text
 
 if TYPE_CHECKING:

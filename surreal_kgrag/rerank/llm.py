@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
+from ..db import checked_int
 from ..embed import openai_client
 from ..errors import ConfigurationError
 from ..retrieval import RetrievedDocument
-from ..store import checked_int
 from .base import Ranking, RankingReranker, RerankWarning, input_order, passage_text
 
 if TYPE_CHECKING:

@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 from surrealdb import RecordID
 
+from ..db import SurrealStore
 from ..embed import Embedder, resolve_embedder
 from ..errors import KGRagError
 from ..retrieval import RetrievedDocument, Scope
-from ..store import SurrealStore
 from .base import Ranking, RankingReranker, StoreReader, best_chunk, fraction, store_scope
 
 

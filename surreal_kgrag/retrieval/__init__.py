@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..store import SurrealStore
+from ..db import SurrealStore
 from .base import BaseRetriever, Request
 from .chunk import ChunkRetriever
 from .concept import ConceptRetriever

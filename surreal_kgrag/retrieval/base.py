@@ -13,9 +13,9 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..db import SurrealStore, checked_int
 from ..embed import Embedder, resolve_embedder
 from ..errors import ConfigurationError
-from ..store import SurrealStore, checked_int
 from ..surql import CompiledFilter
 from . import plan as plans
 from .config import RetrieverConfig

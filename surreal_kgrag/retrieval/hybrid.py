@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from surrealdb import RecordID
 
-from ..store import SurrealStore
+from ..db import SurrealStore
 from .base import LRU, BaseRetriever, Request, exact_instead, grow, pool_used
 from .config import HybridConfig, RetrieverConfig
 from .fusion import Hit, chunk_from, fuse, fuse_chunks, per_chunk, top_chunks

@@ -26,8 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ..db import SurrealStore
 from ..errors import ConfigurationError, KGRagError
-from ..store import SurrealStore
 from ..surql import CompiledFilter
 
 T = TypeVar("T")

@@ -9,12 +9,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..db import SurrealStore
 from ..embed import Embedder, resolve_embedder
 from ..errors import ConfigurationError, KGRagError
 from ..llm.readonly import ReadonlyLimits
 from ..retrieval import BaseRetriever, Scope, make_retriever
 from ..retrieval import plan as plans
-from ..store import SurrealStore
 from .catalogue import RUN_SURQL, TOOLS, Tool
 from .errors import InvalidArgumentsError, UnknownToolError, error_payload
 from .models import ToolArguments

@@ -1,0 +1,368 @@
+"""Connections under ``SurrealStore``: one engine handle per embedded file, sockets to a server.
+
+Embedded engines (``mem://``, ``surrealkv://``) are opened through the SDK's async embedded
+connection, which runs queries without holding the GIL. Sync calls drive that same handle on a
+per-thread event loop (``run_sync``), so sync and async code in one process share one database: a
+``surrealkv://`` path can be opened by a single handle only, and two ``mem://`` handles would be two
+different databases. Remote servers (``ws://``, ``http://``) get one blocking connection for sync
+calls and one native async connection per event loop, each opened once under a lock.
+
+Nothing here blocks a running event loop: an async caller opens an embedded file in a worker
+thread and closes it by awaiting the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine, Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any, ClassVar, TypeVar
+
+import surrealdb
+from surrealdb.connections.utils_mixin import mapped_engine_errors
+from surrealdb.data.cbor import decode as decode_cbor
+
+from .. import wire
+from ..errors import ConfigurationError, QueryExecutionError, StoreConnectionError, StoreLockedError
+from .catalog import IndexCatalog
+from .config import StoreConfig, is_memory
+
+T = TypeVar("T")
+# A query ready to send: the surql file name (for error messages), its text and its bound params.
+Job = tuple[str, str, dict[str, Any]]
+
+def _query_error(name: str, error: surrealdb.SurrealError | str) -> QueryExecutionError:
+    return QueryExecutionError(f"SurrealDB rejected {name}.surql: {error}")
+
+
+_NOT_EXECUTED = "not executed due to a failed transaction"
+
+
+def _results(name: str, response: Mapping[str, Any]) -> list[Any]:
+    """One result per statement. On failure, report the statement that failed, not the ones a
+    failed transaction cancelled (the SDK's own parser raises on the first of those)."""
+    if response.get("error"):
+        raise _query_error(name, response["error"].get("message", response["error"]))
+    statements = response.get("result") or []
+    errors = [(i, s.get("result")) for i, s in enumerate(statements) if s.get("status") == "ERR"]
+    if errors:
+        cause = next(((i, m) for i, m in errors if _NOT_EXECUTED not in str(m)), errors[0])
+        raise _query_error(name, f"statement {cause[0] + 1}: {cause[1]}")
+    return [s.get("result") for s in statements]
+
+
+def _open_error(config: StoreConfig, error: Exception) -> StoreConnectionError:
+    message = str(error)
+    if "lock" in message.lower() and config.embedded:
+        return StoreLockedError(
+            f"the embedded store {config.url} is already open in another process ({message}). "
+            "An embedded surrealkv:// store serves one process at a time: stop the other process, or run "
+            "a SurrealDB server on that path (`surreal start surrealkv://PATH`) and connect with ws://."
+        )
+    return StoreConnectionError(f"could not open {config.url}: {message}")
+
+
+def _signin_vars(config: StoreConfig) -> dict[str, Any] | None:
+    if config.access:
+        return {
+            "namespace": config.namespace,
+            "database": config.database,
+            "access": config.access,
+            "variables": dict(config.access_variables or {}),
+        }
+    if config.username:
+        password = config.password.get_secret_value() if config.password else ""
+        return {"username": config.username, "password": password}
+    return None
+
+
+class Connection:
+    """What a store needs from a connection. ``catalog`` names the live search indexes and keeps
+    index maintenance and queries out of each other's way (shared by every store on the handle)."""
+
+    catalog: IndexCatalog
+    maintains_indexes: ClassVar[bool] = False
+
+    def run(self, job: Job) -> list[Any]:
+        raise NotImplementedError
+
+    def run_many(self, jobs: Sequence[Job]) -> list[list[Any]]:
+        return [self.run(job) for job in jobs]
+
+    async def arun(self, job: Job) -> list[Any]:
+        raise NotImplementedError
+
+    def version(self) -> str:
+        raise NotImplementedError
+
+    async def aversion(self) -> str:
+        raise NotImplementedError
+
+    def release(self) -> None:
+        raise NotImplementedError
+
+    async def arelease(self) -> None:
+        self.release()
+
+
+# -- embedded ------------------------------------------------------------------------------------
+
+_thread_loops = threading.local()
+_background_lock = threading.Lock()
+_background_loop: asyncio.AbstractEventLoop | None = None
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from sync code, also when this thread already runs a loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        loop = getattr(_thread_loops, "loop", None)
+        if loop is None or loop.is_closed():
+            loop = _thread_loops.loop = asyncio.new_event_loop()
+        return loop.run_until_complete(coro)
+    # Sync API called from inside a running loop (a notebook, an async framework calling sync
+    # code): hand the coroutine to a helper thread instead of nesting loops.
+    future: Future[T] = asyncio.run_coroutine_threadsafe(coro, _helper_loop())
+    return future.result()
+
+
+def _helper_loop() -> asyncio.AbstractEventLoop:
+    global _background_loop
+    with _background_lock:
+        if _background_loop is None:
+            _background_loop = asyncio.new_event_loop()
+            threading.Thread(target=_background_loop.run_forever, name="surreal-kgrag-loop", daemon=True).start()
+        return _background_loop
+
+
+class EmbeddedConnection(Connection):
+    """One engine handle per embedded file, shared by every store on it in this process."""
+
+    maintains_indexes = True
+    _registry: ClassVar[dict[str, EmbeddedConnection]] = {}
+    _registry_lock = threading.Lock()
+
+    def __init__(self, config: StoreConfig) -> None:
+        """Opens the engine: blocking (file I/O), so async callers run it in a worker thread."""
+        self.config = config
+        self.refs = 0
+        self.catalog = IndexCatalog()
+        try:
+            self.db = surrealdb.AsyncSurreal(config.url)
+            run_sync(self._open())
+        except surrealdb.SurrealError as error:
+            raise _open_error(config, error) from error
+
+    async def _open(self) -> None:
+        await self.db.connect()
+        try:
+            credentials = _signin_vars(self.config)
+            if credentials is not None:
+                await self.db.signin(credentials)
+            await self.db.use(self.config.namespace, self.config.database)
+        except BaseException:
+            await self.db.close()  # a failed sign-in must not keep the file locked
+            raise
+
+    @classmethod
+    def acquire(cls, config: StoreConfig) -> EmbeddedConnection:
+        if is_memory(config.url):
+            connection = cls(config)  # each mem:// store is its own database
+            connection.refs = 1
+            return connection
+        with cls._registry_lock:
+            shared = cls._registry.get(config.url)
+            if shared is None:
+                connection = cls._registry[config.url] = cls(config)
+            elif (shared.config.namespace, shared.config.database) != (config.namespace, config.database):
+                raise ConfigurationError(
+                    f"{config.url} is already open in this process for namespace "
+                    f"{shared.config.namespace!r} / database {shared.config.database!r}; an embedded "
+                    "file is one handle per process, so use the same namespace and database (or a server)"
+                )
+            elif _signin_vars(shared.config) != _signin_vars(config):  # one handle is one session
+                raise ConfigurationError(
+                    f"{config.url} is already open in this process signed in as another user; an embedded "
+                    "file is one handle, and one session, per process: close the other store first (or use a server)"
+                )
+            else:
+                connection = shared
+            connection.refs += 1
+            return connection
+
+    def _last_reference(self) -> bool:
+        with self._registry_lock:
+            self.refs -= 1
+            if self.refs > 0:
+                return False
+            if self._registry.get(self.config.url) is self:
+                del self._registry[self.config.url]
+            return True
+
+    def release(self) -> None:
+        if self._last_reference():
+            run_sync(self.db.close())
+
+    async def arelease(self) -> None:
+        if self._last_reference():
+            await self.db.close()
+
+    def run(self, job: Job) -> list[Any]:
+        return run_sync(self.arun(job))
+
+    def run_many(self, jobs: Sequence[Job]) -> list[list[Any]]:
+        async def gather() -> list[list[Any]]:
+            return list(await asyncio.gather(*(self.arun(job) for job in jobs)))
+
+        return run_sync(gather())
+
+    async def arun(self, job: Job) -> list[Any]:
+        name, text, params = job
+        engine = getattr(self.db, "_db", None)  # the SDK's engine handle, to send our own encoding
+        try:
+            if engine is None:
+                response = await self.db.query_raw(text, wire.plain(params))
+            else:
+                with mapped_engine_errors("query"):
+                    response = decode_cbor(await engine.execute(wire.encode_query(text, params)))
+        except surrealdb.SurrealError as error:
+            raise _query_error(name, error) from error
+        return _results(name, response)
+
+    def version(self) -> str:
+        return run_sync(self.aversion())
+
+    async def aversion(self) -> str:
+        return await self.db.version()
+
+
+# -- remote --------------------------------------------------------------------------------------
+
+
+class _LoopConnection:
+    """The async connection of one event loop, opened once under that loop's lock."""
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.db: Any = None
+
+
+class RemoteConnection(Connection):
+    """A blocking connection for sync calls, a native async one per event loop for async calls.
+    The server folds index updates in the background itself, so no maintenance runs from here."""
+
+    def __init__(self, config: StoreConfig) -> None:
+        self.config = config
+        self.catalog = IndexCatalog()
+        self._sync: Any = None
+        self._per_loop: dict[asyncio.AbstractEventLoop, _LoopConnection] = {}
+        self._lock = threading.Lock()
+
+    def _blocking(self) -> Any:
+        with self._lock:
+            if self._sync is None:
+                try:
+                    db = surrealdb.Surreal(self.config.url)
+                    db.connect()
+                    credentials = _signin_vars(self.config)
+                    if credentials is not None:
+                        db.signin(credentials)
+                    db.use(self.config.namespace, self.config.database)
+                except (surrealdb.SurrealError, OSError) as error:
+                    raise _open_error(self.config, error) from error
+                self._sync = db
+            return self._sync
+
+    async def _native(self) -> Any:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            slot = self._per_loop.get(loop)
+            if slot is None:
+                slot = self._per_loop[loop] = _LoopConnection()
+        async with slot.lock:
+            if slot.db is None:
+                db = surrealdb.AsyncSurreal(self.config.url)
+                try:
+                    await db.connect()
+                    credentials = _signin_vars(self.config)
+                    if credentials is not None:
+                        await db.signin(credentials)
+                    await db.use(self.config.namespace, self.config.database)
+                except (surrealdb.SurrealError, OSError) as error:
+                    await _close_quietly(db)
+                    raise _open_error(self.config, error) from error
+                slot.db = db
+            return slot.db
+
+    def run(self, job: Job) -> list[Any]:
+        name, text, params = job
+        db = self._blocking()
+        try:
+            response = db.query_raw(text, wire.plain(params))
+        except surrealdb.SurrealError as error:
+            raise _query_error(name, error) from error
+        return _results(name, response)
+
+    async def arun(self, job: Job) -> list[Any]:
+        name, text, params = job
+        db = await self._native()
+        try:
+            response = await db.query_raw(text, wire.plain(params))
+        except surrealdb.SurrealError as error:
+            raise _query_error(name, error) from error
+        return _results(name, response)
+
+    def version(self) -> str:
+        return str(self._blocking().version())
+
+    async def aversion(self) -> str:
+        return str(await (await self._native()).version())
+
+    def _take_all(self) -> tuple[Any, dict[asyncio.AbstractEventLoop, _LoopConnection]]:
+        with self._lock:
+            sync, self._sync = self._sync, None
+            per_loop, self._per_loop = self._per_loop, {}
+        return sync, per_loop
+
+    def release(self) -> None:
+        sync, per_loop = self._take_all()
+        if sync is not None:
+            sync.close()
+        for loop, slot in per_loop.items():
+            _close_on_its_loop(loop, slot.db)
+
+    async def arelease(self) -> None:
+        sync, per_loop = self._take_all()
+        if sync is not None:
+            await asyncio.to_thread(sync.close)
+        current = asyncio.get_running_loop()
+        for loop, slot in per_loop.items():
+            if loop is current:
+                await _close_quietly(slot.db)
+            else:
+                _close_on_its_loop(loop, slot.db)
+
+
+async def _close_quietly(db: Any) -> None:
+    if db is None:
+        return
+    try:
+        await db.close()
+    except (surrealdb.SurrealError, OSError, RuntimeError):
+        pass  # closing a connection that never opened, or whose peer is gone
+
+
+def _close_on_its_loop(loop: asyncio.AbstractEventLoop, db: Any) -> None:
+    """Close an async connection from outside its loop: scheduled on the loop while it runs, run
+    to completion on it when it is idle; a closed loop has already dropped the socket."""
+    if db is None or loop.is_closed():
+        return
+    if loop.is_running():
+        asyncio.run_coroutine_threadsafe(_close_quietly(db), loop)
+        return
+    # An idle loop cannot be driven from a thread that runs another one: use a short-lived thread.
+    closer = threading.Thread(target=loop.run_until_complete, args=(_close_quietly(db),), name="surreal-kgrag-close")
+    closer.start()
+    closer.join()

@@ -1,0 +1,146 @@
+"""The search indexes a store keeps fast, and how they are rebuilt without disturbing queries.
+
+Three indexes set the speed of retrieval: the HNSW indexes on chunk and concept embeddings and the
+BM25 index on chunk texts. On the embedded engine (SurrealDB 3.2), a vector written after its HNSW
+index exists waits in a pending queue that every KNN query scans exactly, and nothing in the
+embedded engine folds that queue into the graph (a SurrealDB server does, in the background, every
+few seconds). Only building an index does. ``REBUILD INDEX`` first empties the index, so queries
+running meanwhile find no neighbours (they fail), and an index built while rows are being written
+misses some of those rows. So an embedded store rebuilds an index as a *new generation* beside the
+live one:
+
+1. writes in this process wait (queries do not);
+2. ``DEFINE INDEX <base>_<n+1>`` builds the new generation while queries keep using the live one:
+   every query names its index (``WITH INDEX {{chunk_index}}``, filled in by the store);
+3. queries switch to the new name, and once no query still runs on the old one it is removed.
+
+A rebuild costs time in proportion to the whole index, so it runs when the pending queue is large
+next to the index (``IndexSettings``): after a first bulk load, or once many small ingests have
+added up. ``SurrealStore.optimize()`` (``surreal-kgrag optimize``) rebuilds whatever is pending.
+"""
+
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from .. import surql
+from ..surql import Identifier
+from .catalog import SEARCH_INDEXES, IndexCatalog, IndexReport, IndexSettings, SearchIndex
+from .connection import Connection
+
+_POLL = 0.02  # seconds between checks while a rebuild waits for queries or writes to finish
+DRAIN_TIMEOUT = 300.0  # a query still on the old index after this long: leave its removal for later
+
+
+async def _run(connection: Connection, name: str, params: Mapping[str, Any] | None = None, **placeholders: Any) -> list[Any]:
+    text = surql.render(surql.load(name, 3), **placeholders)
+    return await connection.arun((name, text, dict(params or {})))
+
+
+async def load_catalog(connection: Connection) -> None:
+    if not connection.catalog.loaded:
+        connection.catalog.load((await _run(connection, "index_state"))[-1])
+
+
+async def save_catalog(connection: Connection) -> None:
+    await _run(connection, "index_state_write", {"state": connection.catalog.record()})
+    connection.catalog.mark_recorded()
+
+
+def _ddl(index: SearchIndex, name: str, dimension: int, hnsw: Mapping[str, int]) -> dict[str, Any]:
+    settings = IndexSettings()
+    return {
+        "index": Identifier(name),
+        "table": Identifier(index.table),
+        "dimension": dimension,
+        "hnsw_efc": int(hnsw.get("efc", settings.hnsw_efc)),
+        "hnsw_m": int(hnsw.get("m", settings.hnsw_m)),
+    }
+
+
+async def rebuild(connection: Connection, keys: list[str]) -> IndexReport:
+    """Rebuild the given indexes as new generations (see the module docstring)."""
+    started = time.perf_counter()
+    catalog = connection.catalog
+    report = IndexReport()
+    while not catalog.begin_rebuild():
+        await asyncio.sleep(_POLL)
+    try:
+        while not catalog.writers_idle():
+            await asyncio.sleep(_POLL)
+        await load_catalog(connection)
+        meta = (await _run(connection, "store_meta"))[-1] or {}
+        dimension = int(meta.get("dimension") or 0)
+        for key in keys:
+            index = SEARCH_INDEXES[key]
+            if index.ddl == "index_vector" and not dimension:
+                continue  # a store that was never initialised has nothing to index
+            old = catalog.states()[key]
+            new = index.name(old.generation + 1)
+            ddl = _ddl(index, new, dimension, catalog.hnsw())
+            await _run(connection, "index_remove", index=ddl["index"], table=ddl["table"])  # left by an interrupted rebuild
+            await _run(connection, index.ddl, **ddl)
+            info = (await _run(connection, "index_info", index=ddl["index"], table=ddl["table"]))[-1] or {}
+            indexed = int((info.get("building") or {}).get("initial") or 0)
+            version = catalog.switch(key, old.generation + 1, indexed, 0)
+            await save_catalog(connection)
+            report.rebuilt.append(key)
+            if await _drain(catalog, version):
+                await _run(connection, "index_remove", index=Identifier(old.name), table=ddl["table"])
+            else:
+                report.deferred.append(old.name)
+        await _remove_stale(connection, keys, report.deferred)
+    finally:
+        catalog.end_rebuild()
+    report.seconds = round(time.perf_counter() - started, 3)
+    report.indexes = catalog.states()
+    return report
+
+
+async def _drain(catalog: IndexCatalog, version: int) -> bool:
+    deadline = time.monotonic() + DRAIN_TIMEOUT
+    while not catalog.drained(version):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(_POLL)
+    return True
+
+
+async def _remove_stale(connection: Connection, keys: list[str], keep: list[str]) -> None:
+    """Remove old generations an earlier rebuild could not (a query was still on them, or the
+    process stopped half-way), except those in ``keep``, and none while a query that rendered an
+    older name still runs."""
+    if not connection.catalog.drained(connection.catalog.version):
+        return
+    tables = dict(zip(("chunk", "concept", "chunk_text"), await _run(connection, "index_list")))
+    live = {state.name for state in connection.catalog.states().values()}
+    for key in dict.fromkeys(keys):
+        index = SEARCH_INDEXES[key]
+        for name in (tables.get(index.table) or {}).get("indexes", {}):
+            if name in live or name in keep or index.generation_of(name) is None:
+                continue
+            await _run(connection, "index_remove", index=Identifier(name), table=Identifier(index.table))
+
+
+async def after_writes(connection: Connection, counts: Mapping[str, int], settings: IndexSettings) -> IndexReport:
+    """Count rows written into each index's pending queue; rebuild the indexes that are due."""
+    await load_catalog(connection)
+    connection.catalog.add_pending(counts)
+    await save_catalog(connection)
+    due = [key for key, state in connection.catalog.states().items() if settings.due(state)]
+    if not due:
+        return IndexReport(indexes=connection.catalog.states())
+    return await rebuild(connection, due)
+
+
+async def optimize(connection: Connection, *, force: bool = False) -> IndexReport:
+    """Rebuild every index with pending updates (all of them with ``force``)."""
+    await load_catalog(connection)
+    keys = [key for key, state in connection.catalog.states().items() if force or state.pending > 0]
+    if not keys:
+        return IndexReport(indexes=connection.catalog.states(), note="nothing pending: every index is up to date")
+    return await rebuild(connection, keys)

