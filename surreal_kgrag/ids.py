@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from surrealdb import RecordID
+from .db.sdk import RecordID
 
 
 def document_id(key: str) -> RecordID:

@@ -19,20 +19,17 @@ from collections.abc import Coroutine, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any, ClassVar, TypeVar
 
-import surrealdb
-from surrealdb.connections.utils_mixin import mapped_engine_errors
-from surrealdb.data.cbor import decode as decode_cbor
-
-from .. import wire
 from ..errors import ConfigurationError, QueryExecutionError, StoreConnectionError, StoreLockedError
+from . import sdk
 from .catalog import IndexCatalog
 from .config import StoreConfig, is_memory
+from .sdk import SurrealError
 
 T = TypeVar("T")
 # A query ready to send: the surql file name (for error messages), its text and its bound params.
 Job = tuple[str, str, dict[str, Any]]
 
-def _query_error(name: str, error: surrealdb.SurrealError | str) -> QueryExecutionError:
+def _query_error(name: str, error: SurrealError | str) -> QueryExecutionError:
     return QueryExecutionError(f"SurrealDB rejected {name}.surql: {error}")
 
 
@@ -150,20 +147,16 @@ class EmbeddedConnection(Connection):
         self.refs = 0
         self.catalog = IndexCatalog()
         try:
-            self.db = surrealdb.AsyncSurreal(config.url)
+            self.db = sdk.async_handle(config.url)
             run_sync(self._open())
-        except surrealdb.SurrealError as error:
+        except SurrealError as error:
             raise _open_error(config, error) from error
 
     async def _open(self) -> None:
-        await self.db.connect()
         try:
-            credentials = _signin_vars(self.config)
-            if credentials is not None:
-                await self.db.signin(credentials)
-            await self.db.use(self.config.namespace, self.config.database)
+            await sdk.aopen(self.db, self.config.namespace, self.config.database, _signin_vars(self.config))
         except BaseException:
-            await self.db.close()  # a failed sign-in must not keep the file locked
+            await sdk.aclose(self.db)  # a failed sign-in must not keep the file locked
             raise
 
     @classmethod
@@ -203,11 +196,11 @@ class EmbeddedConnection(Connection):
 
     def release(self) -> None:
         if self._last_reference():
-            run_sync(self.db.close())
+            run_sync(sdk.aclose(self.db))
 
     async def arelease(self) -> None:
         if self._last_reference():
-            await self.db.close()
+            await sdk.aclose(self.db)
 
     def run(self, job: Job) -> list[Any]:
         return run_sync(self.arun(job))
@@ -220,14 +213,9 @@ class EmbeddedConnection(Connection):
 
     async def arun(self, job: Job) -> list[Any]:
         name, text, params = job
-        engine = getattr(self.db, "_db", None)  # the SDK's engine handle, to send our own encoding
         try:
-            if engine is None:
-                response = await self.db.query_raw(text, wire.plain(params))
-            else:
-                with mapped_engine_errors("query"):
-                    response = decode_cbor(await engine.execute(wire.encode_query(text, params)))
-        except surrealdb.SurrealError as error:
+            response = await sdk.aquery(self.db, text, params)
+        except SurrealError as error:
             raise _query_error(name, error) from error
         return _results(name, response)
 
@@ -235,7 +223,7 @@ class EmbeddedConnection(Connection):
         return run_sync(self.aversion())
 
     async def aversion(self) -> str:
-        return await self.db.version()
+        return await sdk.aversion(self.db)
 
 
 # -- remote --------------------------------------------------------------------------------------
@@ -264,13 +252,9 @@ class RemoteConnection(Connection):
         with self._lock:
             if self._sync is None:
                 try:
-                    db = surrealdb.Surreal(self.config.url)
-                    db.connect()
-                    credentials = _signin_vars(self.config)
-                    if credentials is not None:
-                        db.signin(credentials)
-                    db.use(self.config.namespace, self.config.database)
-                except (surrealdb.SurrealError, OSError) as error:
+                    db = sdk.blocking_handle(self.config.url)
+                    sdk.open_blocking(db, self.config.namespace, self.config.database, _signin_vars(self.config))
+                except (SurrealError, OSError) as error:
                     raise _open_error(self.config, error) from error
                 self._sync = db
             return self._sync
@@ -283,14 +267,10 @@ class RemoteConnection(Connection):
                 slot = self._per_loop[loop] = _LoopConnection()
         async with slot.lock:
             if slot.db is None:
-                db = surrealdb.AsyncSurreal(self.config.url)
+                db = sdk.async_handle(self.config.url)
                 try:
-                    await db.connect()
-                    credentials = _signin_vars(self.config)
-                    if credentials is not None:
-                        await db.signin(credentials)
-                    await db.use(self.config.namespace, self.config.database)
-                except (surrealdb.SurrealError, OSError) as error:
+                    await sdk.aopen(db, self.config.namespace, self.config.database, _signin_vars(self.config))
+                except (SurrealError, OSError) as error:
                     await _close_quietly(db)
                     raise _open_error(self.config, error) from error
                 slot.db = db
@@ -300,8 +280,8 @@ class RemoteConnection(Connection):
         name, text, params = job
         db = self._blocking()
         try:
-            response = db.query_raw(text, wire.plain(params))
-        except surrealdb.SurrealError as error:
+            response = sdk.query(db, text, params)
+        except SurrealError as error:
             raise _query_error(name, error) from error
         return _results(name, response)
 
@@ -309,16 +289,16 @@ class RemoteConnection(Connection):
         name, text, params = job
         db = await self._native()
         try:
-            response = await db.query_raw(text, wire.plain(params))
-        except surrealdb.SurrealError as error:
+            response = await sdk.aquery(db, text, params)
+        except SurrealError as error:
             raise _query_error(name, error) from error
         return _results(name, response)
 
     def version(self) -> str:
-        return str(self._blocking().version())
+        return sdk.version(self._blocking())
 
     async def aversion(self) -> str:
-        return str(await (await self._native()).version())
+        return await sdk.aversion(await self._native())
 
     def _take_all(self) -> tuple[Any, dict[asyncio.AbstractEventLoop, _LoopConnection]]:
         with self._lock:
@@ -329,14 +309,14 @@ class RemoteConnection(Connection):
     def release(self) -> None:
         sync, per_loop = self._take_all()
         if sync is not None:
-            sync.close()
+            sdk.close(sync)
         for loop, slot in per_loop.items():
             _close_on_its_loop(loop, slot.db)
 
     async def arelease(self) -> None:
         sync, per_loop = self._take_all()
         if sync is not None:
-            await asyncio.to_thread(sync.close)
+            await asyncio.to_thread(sdk.close, sync)
         current = asyncio.get_running_loop()
         for loop, slot in per_loop.items():
             if loop is current:
@@ -349,8 +329,8 @@ async def _close_quietly(db: Any) -> None:
     if db is None:
         return
     try:
-        await db.close()
-    except (surrealdb.SurrealError, OSError, RuntimeError):
+        await sdk.aclose(db)
+    except (SurrealError, OSError, RuntimeError):
         pass  # closing a connection that never opened, or whose peer is gone
 
 

@@ -21,10 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from surrealdb import RecordID
-
 from .. import phrases
 from ..db import SurrealStore
+from ..db.sdk import RecordID
 from ..ids import concept_id, document_id
 from ..models import ConceptMention
 from .records import PreparedDocument

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from surrealdb import RecordID
-
 from ..db import SurrealStore
+from ..db.sdk import RecordID
 from ..ids import document_id
 from ..models import SourceDocument
 from ..schema import read_meta

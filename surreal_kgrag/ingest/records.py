@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from surrealdb import RecordID
 
 from .. import phrases, wire
+from ..db.sdk import RecordID
 from ..extract import ALIAS_KIND, NOUN_PHRASE, TITLE_KIND
 from ..ids import chunk_record_id, concept_id, document_id
 from ..models import ConceptMention, Relation, SourceDocument, TextChunk

@@ -11,8 +11,7 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from surrealdb import RecordID
-
+from ..db.sdk import RecordID
 from ..ids import concept_id
 from ..models import ChunkGraph, LLMIngestStats, Relation
 

@@ -27,10 +27,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from surrealdb import RecordID
 
 from .. import surql
 from ..db import SurrealStore
+from ..db.sdk import RecordID
 from ..errors import QueryExecutionError
 from ..retrieval.plan import SEARCH, Call, Plan, Query, arun, run
 from ..retrieval.scope import Scope

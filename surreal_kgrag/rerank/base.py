@@ -9,9 +9,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-from surrealdb import RecordID
 
 from ..db import SurrealStore, checked_int
+from ..db.sdk import RecordID
 from ..errors import ConfigurationError, KGRagError
 from ..retrieval import ChunkHit, RetrievedDocument, Scope
 from ..surql import CompiledFilter

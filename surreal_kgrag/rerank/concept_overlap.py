@@ -6,9 +6,9 @@ import asyncio
 from typing import Any
 
 import numpy as np
-from surrealdb import RecordID
 
 from ..db import SurrealStore
+from ..db.sdk import RecordID
 from ..extract import ConceptExtractor, normalise_concept, resolve_extractor
 from ..retrieval import RetrievedDocument, Scope
 from .base import Ranking, RankingReranker, StoreReader, by_score, fraction, store_scope

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from surrealdb import RecordID
 
 from ..db import SurrealStore
+from ..db.sdk import RecordID
 from ..embed import Embedder, resolve_embedder
 from ..errors import KGRagError
 from ..retrieval import RetrievedDocument, Scope

@@ -35,8 +35,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from surrealdb import Null
-
+from ..db.sdk import Null
 from ..errors import ConfigurationError
 from ..surql import NO_FILTER, CompiledFilter
 

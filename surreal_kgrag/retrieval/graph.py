@@ -20,9 +20,9 @@ from collections import defaultdict
 from typing import Any, ClassVar
 
 import numpy as np
-from surrealdb import RecordID
 
 from .. import phrases
+from ..db.sdk import RecordID
 from ..extract import NOUN_PHRASE
 from ..ids import concept_id
 from ..schema import ADJACENCY_LISTS_SINCE

@@ -11,9 +11,8 @@ from collections.abc import Collection, Mapping
 from functools import partial
 from typing import Any, ClassVar
 
-from surrealdb import RecordID
-
 from ..db import SurrealStore
+from ..db.sdk import RecordID
 from .base import LRU, BaseRetriever, Request, exact_instead, grow, pool_used
 from .config import HybridConfig, RetrieverConfig
 from .fusion import Hit, chunk_from, fuse, fuse_chunks, per_chunk, top_chunks

@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 import numpy as np
 from pydantic import BaseModel
-from surrealdb import RecordID
 
+from ..db.sdk import RecordID
 from ..embed import Embedder
 from ..extract import normalise_concept
 from ..ids import concept_id, document_id

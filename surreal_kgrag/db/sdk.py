@@ -1,0 +1,103 @@
+"""The one module that talks to the ``surrealdb`` SDK; the rest of the package goes through it.
+
+It holds the SDK's value types the package uses (``RecordID``, ``Null``), its error base class,
+opening and closing a connection, and running a query (``query_raw``: one result per statement,
+errors reported per statement). All on the SDK's public API, with one measured exception: a bulk
+request to the embedded engine (a parameter that is a list of ``BULK_ROWS`` rows or more: the
+ingest's inserts) is encoded by ``sdk_fastpath``, about twice as fast on vectors and record ids
+(``benchmarks/sdk_paths.py``). Every other request, and every request to a server, takes the public
+path, with numpy values turned into plain lists first.
+
+``TESTED`` names the SDK and engine releases the test suite has run against;
+``tests/test_sdk_boundary.py`` checks that the installed ones are among them and that the fast path
+still finds what it needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import surrealdb
+from surrealdb import Null, RecordID, SurrealError
+
+from . import sdk_fastpath
+
+__all__ = ["BULK_ROWS", "TESTED", "Null", "RecordID", "SurrealError", "aquery", "plain", "query"]
+
+# Releases the tests have run with: the SDK distributions, and the SurrealDB engine they embed.
+TESTED = {"surrealdb": ("3.0.0b10",), "surrealdb-embedded": ("3.0.0b10",), "engine": ("3.2.4",)}
+
+# From this many rows in one parameter, a request to the embedded engine takes the fast path.
+BULK_ROWS = 32
+_FAST = sdk_fastpath.available()
+
+Handle = Any  # an SDK connection; opaque outside this module
+
+
+def async_handle(url: str) -> Handle:
+    return surrealdb.AsyncSurreal(url)
+
+
+def blocking_handle(url: str) -> Handle:
+    return surrealdb.Surreal(url)
+
+
+async def aopen(db: Handle, namespace: str, database: str, credentials: Mapping[str, Any] | None) -> None:
+    await db.connect()
+    if credentials is not None:
+        await db.signin(dict(credentials))
+    await db.use(namespace, database)
+
+
+def open_blocking(db: Handle, namespace: str, database: str, credentials: Mapping[str, Any] | None) -> None:
+    db.connect()
+    if credentials is not None:
+        db.signin(dict(credentials))
+    db.use(namespace, database)
+
+
+async def aclose(db: Handle) -> None:
+    await db.close()
+
+
+def close(db: Handle) -> None:
+    db.close()
+
+
+async def aversion(db: Handle) -> str:
+    return str(await db.version())
+
+
+def version(db: Handle) -> str:
+    return str(db.version())
+
+
+async def aquery(db: Handle, text: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Run ``text`` with bound ``params``; the raw response (``result``: one entry per statement)."""
+    if _FAST and is_bulk(params):
+        engine = sdk_fastpath.engine(db)
+        if engine is not None:
+            return await sdk_fastpath.execute(engine, text, params)
+    return dict(await db.query_raw(text, plain(params)))
+
+
+def query(db: Handle, text: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The blocking twin of :func:`aquery` (remote connections only: always the public path)."""
+    return dict(db.query_raw(text, plain(params)))
+
+
+def is_bulk(params: Mapping[str, Any]) -> bool:
+    return any(isinstance(value, list) and len(value) >= BULK_ROWS for value in params.values())
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every numpy array or scalar inside it turned into plain Python values."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    if type(value) is dict:
+        return {k: plain(v) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return [plain(v) for v in value]
+    return value

@@ -1,0 +1,114 @@
+"""The one use of the ``surrealdb`` SDK's private internals, isolated here and kept for a measured
+reason: bulk writes to the embedded engine.
+
+The SDK encodes parameters with a pure-Python CBOR encoder, and a record id goes through a chain of
+``isinstance`` checks. Measured by ``benchmarks/sdk_paths.py`` on the same workload (2 shared cores):
+encoding 500 chunk rows (a 384-dim vector and two record ids each) took 69 ms of CPU holding the GIL
+on the public path and 4.6 ms here; 1,000 edges 28 ms and 6.8 ms; end to end into ``mem://``, chunk
+rows went in at 976 rows/s on the public path and 1,344 here (edges and single queries: no
+difference, so they take the public path). Here a request is encoded
+by the SDK's own encoder class (so every other value means exactly what it means to the SDK),
+except that a float ``numpy.ndarray`` is written as one CBOR array of 32- or 64-bit floats built by
+numpy in one step and a ``RecordID`` is looked up by exact type; the bytes go straight to the
+embedded engine's ``execute``, as the SDK's own embedded connection sends them.
+
+Private names used (all of SDK 3.0.0b10): ``surrealdb.data.cbor._SurrealEncoder`` and its
+``_encoders`` table, ``surrealdb.connections.utils_mixin.mapped_engine_errors``, and the embedded
+connection's ``_db`` engine handle. ``available()`` says whether they are all there; when one is not,
+``surreal_kgrag.db.sdk`` uses the public path (slower, same results) and
+``tests/test_sdk_boundary.py`` fails, naming what moved.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import timezone
+from io import BytesIO
+from typing import Any
+
+import numpy as np
+
+try:  # private: see the module docstring
+    from surrealdb import RecordID
+    from surrealdb.connections.utils_mixin import mapped_engine_errors
+    from surrealdb.data.cbor import _SurrealEncoder, decode, default_encoder
+    from surrealdb.data.types.constants import TAG_RECORD_ID
+
+    _MISSING = ""
+except ImportError as error:  # pragma: no cover - only on an SDK that moved them
+    _MISSING = str(error)
+
+_ARRAY = 4  # CBOR major type of an array
+_TAG = 6  # CBOR major type of a tagged value
+_PACKED = {
+    4: (np.dtype([("head", "u1"), ("value", ">f4")]), 0xFA),  # CBOR single-precision float
+    8: (np.dtype([("head", "u1"), ("value", ">f8")]), 0xFB),  # CBOR double-precision float
+}
+
+
+def missing() -> str:
+    """What the fast path needs and this SDK lacks ("" when it has everything)."""
+    if _MISSING:
+        return _MISSING
+    with BytesIO() as fp:
+        if not isinstance(getattr(_SurrealEncoder(fp), "_encoders", None), dict):
+            return "surrealdb.data.cbor._SurrealEncoder has no _encoders table"
+    return ""
+
+
+def available() -> bool:
+    return not missing()
+
+
+def engine(db: Any) -> Any:
+    """The embedded engine behind an SDK connection, or None (a remote one, or an SDK without it)."""
+    handle = getattr(db, "_db", None)
+    return handle if callable(getattr(handle, "execute", None)) else None
+
+
+async def execute(engine: Any, text: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Run a query on the embedded ``engine``; the response as the SDK's ``query_raw`` returns it."""
+    with mapped_engine_errors("query"):
+        return decode(await engine.execute(encode_query(text, params)))
+
+
+def encode_query(text: str, params: Mapping[str, Any]) -> bytes:
+    """The CBOR request the SDK would send for ``query_raw(text, params)``."""
+    message = {"id": str(uuid.uuid4()), "method": "query", "params": [text, dict(params)]}
+    with BytesIO() as fp:
+        encoder = _SurrealEncoder(fp, default=_encode_value, timezone=timezone.utc)
+        # Looked up by exact type before the SDK's chain of isinstance checks: a bulk write sends
+        # three record ids per edge, and this makes encoding them about 3.5 times faster.
+        encoder._encoders[RecordID] = _encode_record_id
+        encoder._encoders[np.ndarray] = _encode_ndarray
+        encoder.encode(message)
+        return fp.getvalue()
+
+
+def _encode_record_id(encoder: Any, value: RecordID) -> None:
+    encoder.encode_length(_TAG, TAG_RECORD_ID)
+    encoder.encode_length(_ARRAY, 2)
+    encoder.encode_string(value.table_name)
+    encoder.encode(value.id)
+
+
+def _encode_value(encoder: Any, value: Any) -> None:
+    if isinstance(value, np.ndarray):
+        _encode_ndarray(encoder, value)
+    elif isinstance(value, np.generic):
+        encoder.encode(value.item())
+    else:
+        default_encoder(encoder, value)
+
+
+def _encode_ndarray(encoder: Any, array: np.ndarray) -> None:
+    if array.ndim != 1 or array.dtype.kind != "f":
+        encoder.encode(array.tolist())
+        return
+    dtype, head = _PACKED[8 if array.dtype.itemsize > 4 else 4]
+    packed = np.empty(array.shape[0], dtype=dtype)
+    packed["head"] = head
+    packed["value"] = array
+    encoder.encode_length(_ARRAY, array.shape[0])
+    encoder.write(packed.tobytes())
