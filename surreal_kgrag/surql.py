@@ -5,6 +5,11 @@ Every statement the package runs lives in one of those files. Values always trav
 as a parameter: an integer (vector dimension, HNSW settings, the k and ef of ``<|k,ef|>``), checked
 to be a plain integer first; a filter condition compiled by ``surreal_kgrag.retrieval.filters``; or an
 ``Identifier`` (the name of a search index or table this package built), checked to be a plain name.
+
+A block that several files need is written once, as a fragment in ``surql/fragments/``, and a file
+takes it in with a line ``{{> name}}`` (expanded when the file is loaded, before placeholders are
+filled, so a fragment's ``{{placeholders}}`` are its includer's). Like a file, a fragment may have a
+``<name>.v<major>.surql`` variant for a server dialect.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ class CompiledFilter:
 NO_FILTER = CompiledFilter("")
 
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+_INCLUDE = re.compile(r"^\{\{> *(\w+)\}\}[ \t]*$", re.MULTILINE)
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _COMMENT = re.compile(r"--[^\n]*")
@@ -68,14 +74,29 @@ def _surql_dirs() -> list[Path]:
 @cache
 def load(name: str, major_version: int = 3) -> str:
     """Return the text of ``surql/<name>.surql``, or of ``<name>.v<major>.surql`` when the server's
-    major version needs its own dialect."""
+    major version needs its own dialect, with its ``{{> fragment}}`` lines expanded."""
+    return _expand(_read(name, major_version, ""), major_version, ())
+
+
+def _read(name: str, major_version: int, subfolder: str) -> str:
     if not _NAME.match(name):
         raise ConfigurationError(f"invalid SurrealQL file name {name!r}")
     for folder in _surql_dirs():
+        folder = folder / subfolder
         for candidate in (folder / f"{name}.v{major_version}.surql", folder / f"{name}.surql"):
             if candidate.is_file():
                 return candidate.read_text(encoding="utf-8")
-    raise FileNotFoundError(f"SurrealQL file {name}.surql not found in {[str(d) for d in _surql_dirs()]}")
+    raise FileNotFoundError(f"SurrealQL file {subfolder}{name}.surql not found in {[str(d) for d in _surql_dirs()]}")
+
+
+def _expand(text: str, major_version: int, including: tuple[str, ...]) -> str:
+    def include(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name in including:
+            raise ConfigurationError(f"SurrealQL fragment {name} includes itself: {' -> '.join((*including, name))}")
+        return _expand(_read(name, major_version, "fragments/"), major_version, (*including, name)).rstrip("\n")
+
+    return _INCLUDE.sub(include, text)
 
 
 @cache

@@ -8,13 +8,13 @@ already known and ``(0, 0)`` otherwise, so an empty batch never loads a model or
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
+from .. import checks
 from ..errors import ConfigurationError, KGRagError
 
 _PROBE_TEXT = "dimension probe"
@@ -92,13 +92,7 @@ def has_attributes(obj: Any, *names: str) -> bool:
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:
-    if isinstance(texts, str):
-        raise ConfigurationError("embed_documents() takes a sequence of texts; use embed_query() for one text")
-    items = list(texts)
-    for i, text in enumerate(items):
-        if not isinstance(text, str):
-            raise ConfigurationError(f"text {i} is a {type(text).__name__}, expected str")
-    return items
+    return checks.check_texts(texts, call="embed_documents()", single="use embed_query() for one text")
 
 
 def check_text(text: str) -> str:
@@ -120,9 +114,4 @@ def batches(items: list[str], size: int) -> list[list[str]]:
 def l2_normalise(array: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(array, axis=1, keepdims=True)
     return np.divide(array, norms, out=np.zeros_like(array), where=norms > 0)
-
-
-def is_installed(package: str) -> bool:
-    """Whether ``package`` can be imported (without importing it)."""
-    return importlib.util.find_spec(package) is not None
 

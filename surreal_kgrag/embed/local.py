@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..checks import is_installed
 from ..errors import ConfigurationError, ModelNotAvailableError
-from .base import BaseEmbedder, check_text, check_texts, is_installed, positive_int
+from .base import BaseEmbedder, check_text, check_texts, positive_int
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

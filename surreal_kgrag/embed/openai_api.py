@@ -132,15 +132,15 @@ class OpenAIEmbedder(BaseEmbedder):
         return client
 
 
-def openai_client(cls: Any, options: dict[str, Any]) -> Any:
+def openai_client(cls: Any, options: dict[str, Any], *, where: str = "") -> Any:
     """``cls(**options)`` for ``openai.OpenAI`` or ``openai.AsyncOpenAI``, with missing credentials
-    reported as a :class:`ConfigurationError` that says what to pass."""
+    reported as a :class:`ConfigurationError` that says what to pass (``where``: e.g. " in LLMSettings")."""
     import openai
 
     try:
         return cls(**options)
     except openai.OpenAIError as exc:  # raised for missing credentials
         raise ConfigurationError(
-            f"cannot create the OpenAI client: {exc}. Pass api_key=... (any non-empty string for a "
+            f"cannot create the OpenAI client: {exc}. Pass api_key=...{where} (any non-empty string for a "
             "local server that doesn't check keys) or set OPENAI_API_KEY."
         ) from exc

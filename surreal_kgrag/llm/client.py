@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from ..embed.openai_api import openai_client
 from ..errors import ConfigurationError, KGRagError
 from ..retrieval.plan import Call, Plan, arun, run
 from .settings import LLMSettings, LLMUsage
@@ -166,7 +167,7 @@ class LLMClient:
 
         with self._lock:
             if self._client is None:
-                self._client = _make(openai.OpenAI, self._options())
+                self._client = openai_client(openai.OpenAI, self._options(), where=" in LLMSettings")
             return self._client
 
     def _async_client(self) -> openai.AsyncOpenAI:
@@ -176,7 +177,7 @@ class LLMClient:
         with self._lock:
             client = self._async_clients.get(loop)
             if client is None:
-                client = self._async_clients[loop] = _make(openai.AsyncOpenAI, self._options())
+                client = self._async_clients[loop] = openai_client(openai.AsyncOpenAI, self._options(), where=" in LLMSettings")
             return client
 
     def _request(self, messages: Sequence[Message], reply: type[BaseModel] | None) -> dict[str, Any]:
@@ -226,18 +227,6 @@ class LLMClient:
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
     """A reply model's JSON schema, built once: pydantic takes several milliseconds per call."""
     return model.model_json_schema()
-
-
-def _make(cls: Any, options: dict[str, Any]) -> Any:
-    import openai
-
-    try:
-        return cls(**options)
-    except openai.OpenAIError as error:  # raised for missing credentials
-        raise ConfigurationError(
-            f"cannot create the OpenAI client: {error}. Pass api_key=... in LLMSettings (any non-empty string "
-            "for a local server that does not check keys) or set OPENAI_API_KEY."
-        ) from error
 
 
 def _retry_after(error: Exception) -> float | None:

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..checks import check_texts
 from ..errors import ConfigurationError, KGRagError, ModelNotAvailableError
 from ..extract import ConceptExtractor, normalise_concept, resolve_extractor
 from ..models import ConceptMention
@@ -151,7 +152,7 @@ class LLMExtractor:
 
     def graph_plan(self, texts: Sequence[str]) -> Plan[GraphExtraction]:
         """:meth:`extract_graph` as a plan, for other plans to ``yield from``."""
-        return self._record((yield from self._plan(_checked(texts))))
+        return self._record((yield from self._plan(check_texts(texts, call="extract()", single="wrap a single text in a list"))))
 
     def key(self, text: str) -> str:
         """The cache key of ``text`` under these settings."""
@@ -346,13 +347,3 @@ class LLMExtractor:
 def _first(text: str, needle: str, missing: int) -> int:
     position = text.find(needle)
     return position if position >= 0 else missing
-
-
-def _checked(texts: Sequence[str]) -> list[str]:
-    if isinstance(texts, str):
-        raise ConfigurationError("extract() takes a sequence of texts; wrap a single text in a list")
-    items = list(texts)
-    for i, text in enumerate(items):
-        if not isinstance(text, str):
-            raise ConfigurationError(f"text {i} is a {type(text).__name__}, expected str")
-    return items
