@@ -159,6 +159,7 @@ def _filters(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def cmd_query(args: argparse.Namespace) -> int:
     from .retrieval import make_retriever
+    from .retrieval.results import where
 
     with _store(args) as store:
         retriever = make_retriever(args.mode, store, embedder=args.embedder, access=args.access)
@@ -168,6 +169,8 @@ def cmd_query(args: argparse.Namespace) -> int:
         lines.append(f"{rank}. {doc.title or doc.id}  score {doc.score:.3f}  ({doc.source})")
         if doc.chunks:
             snippet = " ".join(doc.chunks[0].content.split())
+            if located := where(doc.chunks[0]):
+                lines.append(f"   [{located}]")
             lines.append(f"   {snippet[:200]}{'...' if len(snippet) > 200 else ''}")
         if args.explain:
             lines += [f"   {path.describe()}" for path in doc.provenance]

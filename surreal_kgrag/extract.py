@@ -594,16 +594,25 @@ _QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
 def title_aliases(title: str) -> list[str]:
     """Shorter names a document's title gives it, by generic title conventions: without a trailing
     parenthetical qualifier ("Toto (band)" -> "Toto") and without a comma-separated qualifier
-    ("Paris, Texas" -> "Paris"). Text elsewhere refers to the document by these names."""
+    ("Paris, Texas" -> "Paris", not "Installation, configuration and usage" -> "Installation").
+    Text elsewhere refers to the document by these names."""
     title = " ".join(title.split())
     aliases = []
     base = _QUALIFIER.sub("", title)
     if base and base != title:
         aliases.append(base)
-    head = base.split(",")[0].strip()
-    if head and head != base:
+    head, _, qualifier = base.partition(",")
+    head = head.strip()
+    if head and qualifier and _names_a_place(qualifier):
         aliases.append(head)
     return aliases
+
+
+def _names_a_place(qualifier: str) -> bool:
+    """A comma qualifier as in "Paris, Texas": a few capitalised words. "Installation, configuration
+    and usage" lists topics; its first part is not another name of the title."""
+    words = qualifier.split()
+    return 0 < len(words) <= 3 and all(w[0].isupper() or w[0].isdigit() for w in words)
 
 
 def _metadata_values(value: Any) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from .graph_page import PAGE
-from .retrieval.results import RetrievalResult
+from .retrieval.results import RetrievalResult, where
 
 __all__ = ["GraphData", "GraphEdge", "GraphNode", "graph_data", "render_graph", "write_graph"]
 
@@ -69,7 +69,9 @@ def graph_data(result: RetrievalResult) -> GraphData:
     for doc in result.documents:
         doc_key = node(f"d:{doc.id}", "document", doc.title or doc.id, doc.score, doc.source)
         for chunk in doc.chunks:
-            chunk_key = node(f"c:{chunk.id}", "chunk", f"{doc.title or doc.id} #{chunk.index}", chunk.score, chunk.content)
+            located = where(chunk)
+            label = f"{doc.title or doc.id} #{chunk.index}" + (f" ({located})" if located else "")
+            chunk_key = node(f"c:{chunk.id}", "chunk", label, chunk.score, chunk.content)
             edge(chunk_key, doc_key, "part", None)
             for concept in chunk.concepts:
                 concept_key = node(f"k:{concept.id}", "concept", concept.name, concept.score)

@@ -7,6 +7,28 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: Metadata keys left out of a document's content hash: a file touched but unchanged is not ingested
+#: again (its stored ``modified`` is the time of the version that was ingested).
+UNHASHED_METADATA = frozenset({"modified"})
+
+
+class TextLayout(BaseModel):
+    """Where the pages, sections and tables of a document's text lie, as character offsets into it.
+
+    A loader that knows its file's structure (PDF, Markdown, HTML) fills it in; the chunker reads it
+    so each chunk records its pages and section, and a table is chunked by rows under its header.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    pages: list[int] = Field(default_factory=list, description="offset at which page i + 1 starts (pages[0] == 0)")
+    sections: list[tuple[int, tuple[str, ...]]] = Field(
+        default_factory=list, description="offset at which a section starts, and its path of headings, in text order"
+    )
+    tables: list[tuple[int, int, int]] = Field(
+        default_factory=list, description="start, body start, end of each table: text[start:body] is its header, one row a line"
+    )
+
 
 class SourceDocument(BaseModel):
     """One document as a loader produced it, before chunking.
@@ -25,15 +47,20 @@ class SourceDocument(BaseModel):
     content_type: str = "text/plain"
     metadata: dict[str, Any] = Field(default_factory=dict)
     access: list[str] = Field(default_factory=list)
+    layout: TextLayout | None = Field(None, description="pages, sections and tables of ``text``, when the loader knows them")
 
     @property
     def content_hash(self) -> str:
-        """Hash of everything that ends up stored, so a change to any of it triggers a re-ingest."""
+        """Hash of everything that ends up stored (but ``UNHASHED_METADATA``), so a change to any of it
+        triggers a re-ingest."""
         digest = hashlib.sha256()
         for part in (self.text, self.title or "", self.content_type, repr(sorted(self.access))):
             digest.update(part.encode("utf-8", "surrogatepass"))
             digest.update(b"\x00")
-        digest.update(_stable_repr(self.metadata).encode("utf-8", "surrogatepass"))
+        hashed = {k: v for k, v in self.metadata.items() if k not in UNHASHED_METADATA}
+        digest.update(_stable_repr(hashed).encode("utf-8", "surrogatepass"))
+        if self.layout is not None:  # chunks record pages and sections: a new layout rewrites them
+            digest.update(self.layout.model_dump_json().encode("utf-8", "surrogatepass"))
         return digest.hexdigest()
 
 
@@ -60,6 +87,15 @@ class TextChunk(BaseModel):
     content: str
     start: int = Field(ge=0)
     end: int = Field(ge=0)
+    page_start: int | None = Field(None, description="first page (1-based) the chunk's text is on, for paged documents")
+    page_end: int | None = Field(None, description="last page the chunk's text is on")
+    section: tuple[str, ...] = Field((), description="the headings the chunk lies under, outermost first")
+    header: str = Field("", description="a table's header lines, repeated on a chunk that continues the table")
+
+    @property
+    def text(self) -> str:
+        """What the chunk stores and shows: the repeated table header, if any, then ``content``."""
+        return f"{self.header}\n{self.content}" if self.header else self.content
 
 
 class ConceptMention(BaseModel):
@@ -124,9 +160,7 @@ class IngestSummary(BaseModel):
     deleted: int = 0
     chunks: int = 0
     concepts: int = Field(default=0, description="concepts created by this run")
-    concept_vectors: int = Field(
-        default=0, description="concepts given a vector by this run (IngestConfig.concept_vector_min_chunks)"
-    )
+    concept_vectors: int = Field(default=0, description="concepts given a vector by this run (IngestConfig.concept_vector_min_chunks)")
     edges: int = 0
     seconds: float = 0.0
     failures: list[LoadFailure] = Field(default_factory=list)

@@ -69,6 +69,9 @@ def test_title_aliases_follow_generic_conventions():
     assert title_aliases("Paris, Texas") == ["Paris"]
     assert title_aliases("Jackson, Mississippi (film)") == ["Jackson, Mississippi", "Jackson"]
     assert title_aliases("Jane Campion") == []
+    # A comma that lists topics is not a place qualifier: no alias of the first part.
+    assert title_aliases("Installation, configuration and usage") == []
+    assert title_aliases("Setup, Configuration and Usage") == []
 
 
 NOVEL = [

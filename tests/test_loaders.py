@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import os
@@ -66,9 +67,13 @@ def test_plain_text_file() -> None:
     assert d.key == path.resolve().as_posix()
     assert d.source == d.key
     assert d.text == path.read_text(encoding="utf-8")
-    assert d.title == "notes"
+    assert d.title == "Notes"  # the file stem, made readable
     assert d.content_type == "text/plain"
-    assert d.metadata == {"file_name": "notes.txt"}  # no mtime or size: they would change the hash
+    modified = d.metadata.pop("modified")  # the file's mtime, for filters; left out of the content hash
+    assert modified == dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    assert d.metadata == {"file_name": "notes.txt"}
+    os.utime(path)  # touched, not changed: the same hash, so it is not ingested again
+    assert doc(path).content_hash == d.content_hash
     assert d.access == []
 
 
@@ -82,7 +87,7 @@ def test_markdown_title_is_first_heading_outside_code() -> None:
 def test_markdown_without_heading_uses_stem(tmp_path: Path) -> None:
     path = tmp_path / "plain-notes.markdown"
     path.write_text("No heading here.\n\n## Only a level-two heading\n", encoding="utf-8")
-    assert doc(path).title == "plain-notes"
+    assert doc(path).title == "Plain notes"
 
 
 def test_html_extracts_article_not_boilerplate() -> None:
@@ -129,13 +134,16 @@ def test_pdf_text_title_author_pages() -> None:
     d = doc(DATA / "sample.pdf")
     assert d.title == "Tiny Graph Paper"
     assert d.content_type == "application/pdf"
-    assert d.metadata == {"file_name": "sample.pdf", "pages": 2, "author": "Ada Lovelace"}
+    modified = d.metadata.pop("modified")
+    assert modified.endswith("Z") and modified[:4].isdigit()
+    # The PDF's own fields are pdf_*: a converter named as Author never becomes an `author` concept.
+    assert d.metadata == {"file_name": "sample.pdf", "pages": 2, "pdf_author": "Ada Lovelace", "pdf_title": "Tiny Graph Paper"}
     first, second = d.text.split("\n\n")
     assert "Knowledge graphs link concepts across documents." in first
     assert second == "The second page talks about retrieval."
 
 
-def test_corrupt_and_truncated_pdfs_fail_with_pypdf_error(tmp_path: Path) -> None:
+def test_corrupt_and_truncated_pdfs_fail_with_pdfium_error(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.pdf"
     garbage.write_bytes(b"%PDF-1.4\nthis is not really a pdf\n")
     truncated = tmp_path / "truncated.pdf"
@@ -144,7 +152,7 @@ def test_corrupt_and_truncated_pdfs_fail_with_pypdf_error(tmp_path: Path) -> Non
         f = failure(path)
         assert f.source == path.resolve().as_posix()
         assert f.reason.startswith("malformed PDF")
-        assert "pypdf" in f.reason
+        assert "pdfium" in f.reason
 
 
 def test_encrypted_pdf_fails_with_advice(tmp_path: Path) -> None:
@@ -505,7 +513,7 @@ def test_hostile_strings_pass_through_verbatim(tmp_path: Path) -> None:
     txt = tmp_path / "hostile $name; REMOVE TABLE x 🦄.txt"
     txt.write_text(text, encoding="utf-8")
     d = doc(txt)
-    assert d.text == text and d.title == txt.stem
+    assert d.text == text and d.title == "H" + txt.stem[1:]  # verbatim but for the readable capital
     assert from_text(text, title=long_title).title == long_title
 
 

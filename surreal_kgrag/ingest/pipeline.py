@@ -35,6 +35,7 @@ from ..ids import document_id
 from ..loaders import find_unstorable, from_text, iter_sources
 from ..models import IngestSummary, LLMIngestStats, LoadFailure, SourceDocument
 from ..schema import ensure_schema
+from ..sections import split_document
 from .concepts import embed_many, embed_queued_concepts
 from .config import IngestConfig
 from .delete import adelete_documents, delete_documents, delete_records, stale_parts
@@ -297,7 +298,7 @@ class _Run:
         batch = _Batch(failures=list(failures), skipped=skipped, stale=stale)
         for doc in changed:
             with self._timed("chunk"):
-                chunks = self.config.chunker.split(doc.text)
+                chunks = split_document(self.config.chunker, doc)
             if not chunks:
                 batch.failures.append(LoadFailure(source=doc.source, reason="document has no text to index"))
                 continue
@@ -320,7 +321,7 @@ class _Run:
         if not batch.works:
             return
         with self._timed("extract"):
-            texts = [c.content for w in batch.works for c in w.chunks]
+            texts = [c.text for w in batch.works for c in w.chunks]
             found = self._in_slices(partial(extract_graphs, self.ingestor.extractor, self.llm), texts)
             if found is None:
                 return
@@ -336,7 +337,7 @@ class _Run:
         ingestor = self.ingestor
         with self._timed("embed"):
             for work in batch.works:
-                work.contexts = [in_context(work.doc, c.content, self.config.title_in_context) for c in work.chunks]
+                work.contexts = [in_context(work.doc, c.text, self.config.title_in_context) for c in work.chunks]
             contexts = [text for work in batch.works for text in work.contexts]
             embedded = self._in_slices(lambda texts: embed_many(ingestor.embedder, texts, len(texts)), contexts)
             if embedded is None:

@@ -101,9 +101,12 @@ def prepare(work: DocumentWork, doc_concepts: list[ConceptMention], *, keep_text
                 "id": chunk_id,
                 "doc": doc_id,
                 "index": chunk.index,
-                "content": chunk.content,
+                "content": chunk.text,
                 "char_start": chunk.start,
                 "char_end": chunk.end,
+                "page_start": chunk.page_start,
+                "page_end": chunk.page_end,
+                "section": list(chunk.section) if chunk.section else None,
                 "access": access,
                 "embedding": vector,
             }
@@ -128,7 +131,7 @@ def prepare(work: DocumentWork, doc_concepts: list[ConceptMention], *, keep_text
             prepared.edges.append({**edge, "own": mention.name in own, "np": mention.kind == NOUN_PHRASE})
         if found:
             prepared.relations += relation_edges(chunk_id, doc_id, found, {m.name for m in merged}, access)
-        prepared.phrases.append(phrases.spans(chunk.content, capitalised_only=True))
+        prepared.phrases.append(phrases.spans(chunk.text, capitalised_only=True))
     return prepared
 
 

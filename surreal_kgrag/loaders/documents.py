@@ -145,9 +145,7 @@ def _convert(convert: Any, item: Any, options: LoaderOptions, what: str) -> Sour
         return LoadFailure(source=f"<{what} {ident}>" if ident else f"<{what}>", reason=str(exc))
 
 
-def _framework_document(
-    text: Any, metadata: dict[str, Any], doc_id: Any, framework: str, access_field: str
-) -> SourceDocument:
+def _framework_document(text: Any, metadata: dict[str, Any], doc_id: Any, framework: str, access_field: str) -> SourceDocument:
     if not isinstance(text, str):
         raise LoaderError(f"{framework} document text must be a str, got {type(text).__name__}")
     if not text.strip():

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from ..errors import LoaderError
 from ..models import LoadFailure, SourceDocument
-from .formats import html_document, markdown_title, pdf_document, text_document
+from .formats import html_document, markdown_title, text_document
 from .options import PLAIN_TYPES, SUPPORTED_SUFFIXES, LoaderOptions, Result
+from .pdf import pdf_document
 from .records import json_documents, jsonl_documents
 
 
@@ -42,9 +43,7 @@ def load_entry(path: str | os.PathLike[str], options: LoaderOptions) -> Result:
         yield from _load_folder(path, options)
     elif path.suffix.lower() not in SUPPORTED_SUFFIXES:
         supported = ", ".join(sorted(SUPPORTED_SUFFIXES))
-        yield LoadFailure(
-            source=shown, reason=f"unsupported file type {path.suffix or '(none)'!r}; supported: {supported}"
-        )
+        yield LoadFailure(source=shown, reason=f"unsupported file type {path.suffix or '(none)'!r}; supported: {supported}")
     else:
         yield from _load_file(path, options)
 
@@ -204,9 +203,7 @@ def _text_parts(path: Path, part_chars: int) -> Iterator[str]:
             try:
                 buffer += decoder.decode(data, final=not data)
             except UnicodeDecodeError as exc:
-                raise LoaderError(
-                    f"not valid UTF-8 (bad byte at offset {offset + exc.start}); re-save the file as UTF-8"
-                ) from None
+                raise LoaderError(f"not valid UTF-8 (bad byte at offset {offset + exc.start}); re-save the file as UTF-8") from None
             offset += len(data)
             # Same newlines as text-mode open(); a "\r" at the end may be half of a "\r\n".
             held = "\r" if data and buffer.endswith("\r") else ""

@@ -1,29 +1,35 @@
-"""One document from the content of a text, Markdown, HTML or PDF file."""
+"""One document from the content of a text, Markdown or HTML file, with its sections and tables."""
 
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 from typing import Any
 
-from ..models import LoadFailure, SourceDocument
+from ..models import LoadFailure, SourceDocument, TextLayout
+from .layout import Line, assemble
+from .metadata import OPENING_CHARS, file_metadata, readable_title
+from .pdf import pdf_document as pdf_document  # its public path before the PDF reader had a module
 
 _MD_HEADING = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 
 
 _MD_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+_MD_SECTION = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_MD_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 
 
 def text_document(path: Path, text: str, resolved: str, content_type: str) -> SourceDocument:
-    title = markdown_title(text) if content_type == "text/markdown" else None
+    markdown = content_type == "text/markdown"
+    title = markdown_title(text) if markdown else None
     return SourceDocument(
         key=resolved,
         text=text,
-        title=title or path.stem,
+        title=title or readable_title(path),
         source=resolved,
         content_type=content_type,
-        metadata={"file_name": path.name},
+        metadata={"file_name": path.name, **file_metadata(path, text[:OPENING_CHARS])},
+        layout=markdown_layout(text) if markdown else None,
     )
 
 
@@ -37,21 +43,52 @@ def markdown_title(text: str) -> str | None:
     return None
 
 
+def markdown_layout(text: str) -> TextLayout:
+    """Sections from ATX headings (``#`` to ``######``, outside code fences) and pipe tables (a
+    header row, its ``|---|`` line, then rows) of Markdown text."""
+    lines = [Line(line) for line in text.split("\n")]
+    in_fence = False
+    table = False
+    for index, line in enumerate(lines):
+        if _MD_FENCE.match(line.text):
+            in_fence, table = not in_fence, False
+            continue
+        if in_fence or line.table == "header":
+            continue
+        if heading := _MD_SECTION.match(line.text):
+            line.heading = (len(heading.group(1)), 0)
+            line.title = heading.group(2)
+            table = False
+        elif table and "|" in line.text and line.text.strip():
+            line.table = "row"
+        elif "|" in line.text and index + 1 < len(lines) and _MD_TABLE_RULE.match(lines[index + 1].text):
+            line.table = lines[index + 1].table = "header"
+            table = True
+        else:
+            table = False
+    return assemble([lines], paged=False)[1]
+
+
 def html_document(path: Path, html: str, resolved: str) -> SourceDocument | LoadFailure:
+    """The page's main content as Markdown (trafilatura), so its headings and tables are kept."""
     try:
         import trafilatura
+        from trafilatura.metadata import extract_metadata
     except ImportError as exc:
         return LoadFailure(source=resolved, reason=f"HTML needs trafilatura: pip install 'surreal-kgrag[html]' ({exc})")
     from lxml import etree
 
     metadata: dict[str, Any] = {"file_name": path.name}
-    extracted = trafilatura.bare_extraction(
-        html, include_comments=False, include_tables=True, favor_recall=True, with_metadata=True
-    )
-    text = (getattr(extracted, "text", None) or "").strip()
-    title = getattr(extracted, "title", None)
+    text = (
+        trafilatura.extract(
+            html, output_format="markdown", include_comments=False, include_tables=True, include_formatting=True, favor_recall=True
+        )
+        or ""
+    ).strip()
+    found = extract_metadata(html)
+    title = getattr(found, "title", None)
     for field in ("author", "date"):
-        value = getattr(extracted, field, None)
+        value = getattr(found, field, None)
         if value:
             metadata[field] = value
     if not text or not title:
@@ -63,13 +100,17 @@ def html_document(path: Path, html: str, resolved: str) -> SourceDocument | Load
         text = text or _html_text(tree)
     if not text:
         return LoadFailure(source=resolved, reason="HTML page has no text content")
+    found_dates = file_metadata(path, text[:OPENING_CHARS])
+    if "date" in metadata:  # the page's own date wins over one found in its text
+        found_dates.pop("date", None)
     return SourceDocument(
         key=resolved,
         text=text,
-        title=title or path.stem,
+        title=title or readable_title(path),
         source=resolved,
         content_type="text/html",
-        metadata=metadata,
+        metadata={**metadata, **found_dates},
+        layout=markdown_layout(text),
     )
 
 
@@ -92,54 +133,3 @@ def _html_text(tree: Any) -> str:
         bad.drop_tree()
     lines = (" ".join(line.split()) for line in tree.text_content().split("\n"))
     return "\n".join(line for line in lines if line)
-
-
-def pdf_document(path: Path, data: bytes, resolved: str) -> SourceDocument | LoadFailure:
-    try:
-        import pypdf
-        from pypdf.errors import DependencyError, PyPdfError
-    except ImportError as exc:
-        return LoadFailure(source=resolved, reason=f"PDF needs pypdf: pip install 'surreal-kgrag[pdf]' ({exc})")
-    if not data.strip():
-        return LoadFailure(source=resolved, reason="empty file; nothing to index")
-    # pypdf reports malformed input through many exception types, not only its own.
-    malformed = (PyPdfError, ValueError, KeyError, TypeError, IndexError, AttributeError, AssertionError)
-    page_number = 0
-    try:
-        reader = pypdf.PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
-            return LoadFailure(source=resolved, reason="encrypted PDF needs a password; save a decrypted copy")
-        pages = []
-        for page in reader.pages:
-            page_number += 1
-            pages.append(page.extract_text() or "")
-        page_number = 0  # failures past this point are not about one page
-        info = reader.metadata
-        title = _pdf_field(info, "title")
-        author = _pdf_field(info, "author")
-    except DependencyError as exc:  # e.g. AES decryption without the cryptography package
-        return LoadFailure(source=resolved, reason=f"PDF needs an extra package: {exc}")
-    except malformed as exc:
-        where = f" (page {page_number})" if page_number else ""
-        return LoadFailure(source=resolved, reason=f"malformed PDF{where}: pypdf {type(exc).__name__}: {exc}")
-    text = "\n\n".join(p.strip() for p in pages if p.strip())
-    if not text:
-        return LoadFailure(source=resolved, reason="PDF has no extractable text (scanned images?); run OCR on it first")
-    metadata: dict[str, Any] = {"file_name": path.name, "pages": len(pages)}
-    if author:
-        metadata["author"] = author
-    return SourceDocument(
-        key=resolved,
-        text=text,
-        title=title or path.stem,
-        source=resolved,
-        content_type="application/pdf",
-        metadata=metadata,
-    )
-
-
-def _pdf_field(info: Any, name: str) -> str | None:
-    value = getattr(info, name, None) if info is not None else None
-    if value is None:
-        return None
-    return str(value).strip() or None

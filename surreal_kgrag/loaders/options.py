@@ -44,9 +44,7 @@ class LoaderOptions(BaseModel):
     title_field: str = Field(default="title", min_length=1)
     id_field: str = Field(default="id", min_length=1)
     access_field: str = Field(default="access", min_length=1)
-    follow_symlinks: bool = Field(
-        default=False, description="read symlinks inside a folder whose target lies outside that folder"
-    )
+    follow_symlinks: bool = Field(default=False, description="read symlinks inside a folder whose target lies outside that folder")
     max_file_bytes: int = Field(default=1 << 30, ge=1, description="larger files are reported and skipped unread")
     part_chars: int = Field(
         default=2_000_000,

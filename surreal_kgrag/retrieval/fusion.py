@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..ids import chunk_document_key
-from .results import Channel, ChunkHit, ConceptMatch, ProvenancePath, RetrievedDocument
+from .results import Channel, ChunkHit, ConceptMatch, ProvenancePath, RetrievedDocument, placement
 
 
 class Hit(BaseModel):
@@ -24,9 +24,7 @@ class Hit(BaseModel):
 
     @classmethod
     def of(cls, row: Mapping[str, Any], channel: Channel) -> Hit:
-        concepts = [
-            ConceptMatch(id=str(c["id"].id), name=c["name"], score=float(c["score"])) for c in row.get("concepts") or []
-        ]
+        concepts = [ConceptMatch(id=str(c["id"].id), name=c["name"], score=float(c["score"])) for c in row.get("concepts") or []]
         if channel == "graph":
             concepts = [ConceptMatch(id=str(row["concept"].id), name=row["name"], score=float(row["score"]))]
         chunk = str(row["chunk"].id)
@@ -134,7 +132,7 @@ def chunk_from(row: Mapping[str, Any], hits: list[Hit], score: float) -> ChunkHi
             if concept.id not in concepts or concept.score > concepts[concept.id].score:
                 concepts[concept.id] = concept
     ranked = sorted(concepts.values(), key=lambda c: -c.score)
-    return ChunkHit(id=chunk_id, index=row["index"], content=row["content"], score=score, concepts=ranked)
+    return ChunkHit(id=chunk_id, index=row["index"], content=row["content"], score=score, concepts=ranked, **placement(row))
 
 
 def per_chunk(documents: list[RetrievedDocument]) -> list[RetrievedDocument]:

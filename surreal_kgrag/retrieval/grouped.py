@@ -9,7 +9,7 @@ from typing import Any
 from .base import BaseRetriever, Request, exact_instead, grow, pool_used
 from .fusion import per_chunk
 from .plan import Plan, Query
-from .results import Channel, ChunkHit, ConceptMatch, ProvenancePath, RetrievedDocument
+from .results import Channel, ChunkHit, ConceptMatch, ProvenancePath, RetrievedDocument, placement
 
 
 class GroupedRetriever(BaseRetriever):
@@ -79,4 +79,6 @@ def _chunk(row: Mapping[str, Any]) -> ChunkHit:
         ConceptMatch(id=str(c["id"].id), name=c["name"], score=float(c["score"]))
         for c in sorted(row.get("concepts") or [], key=lambda c: -c["score"])
     ]
-    return ChunkHit(id=str(row["id"].id), index=row["index"], content=row["content"], score=float(row["score"]), concepts=concepts)
+    return ChunkHit(
+        id=str(row["id"].id), index=row["index"], content=row["content"], score=float(row["score"]), concepts=concepts, **placement(row)
+    )

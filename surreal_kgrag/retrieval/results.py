@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field
@@ -27,6 +28,9 @@ class ChunkHit(BaseModel):
     index: int
     content: str
     score: float
+    page_start: int | None = Field(None, description="first page (1-based) of a paged document (PDF) the chunk is on")
+    page_end: int | None = Field(None, description="last page the chunk is on")
+    section: list[str] = Field(default_factory=list, description="the headings the chunk lies under, outermost first")
     concepts: list[ConceptMatch] = Field(default_factory=list, description="concepts that led to this chunk")
 
 
@@ -74,3 +78,19 @@ class RetrievalResult(BaseModel):
     analyze_ms: float = Field(0.0, description="time spent finding the concepts the query names (0 when cached)")
     search_ms: float = Field(0.0, description="time spent in the database")
     rerank_ms: float = 0.0
+
+
+def placement(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A chunk row's pages and section, for :class:`ChunkHit` (absent on chunks without a layout)."""
+    return {"page_start": row.get("page_start"), "page_end": row.get("page_end"), "section": list(row.get("section") or [])}
+
+
+def where(chunk: ChunkHit) -> str:
+    """ "p. 4", "pp. 4-5", the section path after it ("p. 4, Item 1 > Notes"), or "" when unknown."""
+    parts = []
+    if chunk.page_start is not None:
+        end = chunk.page_end or chunk.page_start
+        parts.append(f"p. {chunk.page_start}" if end == chunk.page_start else f"pp. {chunk.page_start}-{end}")
+    if chunk.section:
+        parts.append(" > ".join(chunk.section))
+    return ", ".join(parts)

@@ -25,6 +25,7 @@ from ..llm.text2surql import readonly_tool_description
 from ..retrieval import BaseRetriever, Scope
 from ..retrieval.base import grow
 from ..retrieval.plan import Call, Plan, Query
+from ..retrieval.results import placement
 from .errors import InvalidArgumentsError, NotFoundError
 from .models import (
     ChunkSearchResult,
@@ -84,9 +85,7 @@ def _embed(context: ToolContext, text: str) -> Plan[list[float]]:
     return np.asarray(vector, dtype=np.float32).reshape(-1).tolist()
 
 
-def _nearest_concepts(
-    context: ToolContext, embedding: list[float], k: int, named: RecordID | None = None
-) -> Plan[list[ConceptHit]]:
+def _nearest_concepts(context: ToolContext, embedding: list[float], k: int, named: RecordID | None = None) -> Plan[list[ConceptHit]]:
     """The ``k`` nearest concepts a chunk in the scope mentions, after the concept ``named`` (the
     one the query names exactly, if stored): the KNN pool grows while concepts outside the scope
     leave fewer than ``k``."""
@@ -117,8 +116,7 @@ def _resolve_concept(context: ToolContext, name: str) -> Plan[tuple[ConceptInfo,
         embedding = yield from _embed(context, name)
         names = [hit.name for hit in (yield from _nearest_concepts(context, embedding, _SUGGESTIONS))]
         raise NotFoundError(
-            f"no concept named {normalised!r}; the closest stored concepts are {names}. "
-            "Call search_concepts to find concept names.",
+            f"no concept named {normalised!r}; the closest stored concepts are {names}. Call search_concepts to find concept names.",
             {"concept": name, "normalised": normalised, "suggestions": names},
         )
     return ConceptInfo(**{**rows[0], "id": _key(rows[0]["id"])}), rid
@@ -134,7 +132,16 @@ def _search_chunks(context: ToolContext, args: SearchChunksArgs) -> Plan[BaseMod
             metadata=doc.metadata,
             score=doc.score,
             chunks=[
-                Passage(id=c.id, index=c.index, content=c.content, score=c.score, concepts=[m.name for m in c.concepts])
+                Passage(
+                    id=c.id,
+                    index=c.index,
+                    content=c.content,
+                    score=c.score,
+                    concepts=[m.name for m in c.concepts],
+                    page_start=c.page_start,
+                    page_end=c.page_end,
+                    section=c.section,
+                )
                 for c in doc.chunks[: args.chunks_per_document]
             ],
         )
@@ -222,7 +229,7 @@ def _get_document(context: ToolContext, args: GetDocumentArgs) -> Plan[BaseModel
             {"document_id": args.document_id},
         )
     row = rows[0]
-    chunks = [DocumentChunk(id=_key(c["id"]), index=c["index"], content=c["content"]) for c in row["chunks"]]
+    chunks = [DocumentChunk(id=_key(c["id"]), index=c["index"], content=c["content"], **placement(c)) for c in row["chunks"]]
     return DocumentView(
         id=_key(row["id"]),
         title=row.get("title"),

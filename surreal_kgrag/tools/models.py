@@ -38,8 +38,7 @@ class _ConceptArgs(ToolArguments):
     concept: str = Field(
         min_length=1,
         max_length=300,
-        description="a concept name as search_concepts returns it (e.g. 'marie curie'); case, articles and "
-        "punctuation are normalised",
+        description="a concept name as search_concepts returns it (e.g. 'marie curie'); case, articles and punctuation are normalised",
     )
 
 
@@ -101,6 +100,9 @@ class Passage(BaseModel):
     content: str
     score: float
     concepts: list[str] = Field(default_factory=list, description="concepts that led to this passage, if any")
+    page_start: int | None = Field(None, description="first page (1-based) of a paged document (PDF) the chunk is on")
+    page_end: int | None = Field(None, description="last page the chunk is on")
+    section: list[str] = Field(default_factory=list, description="headings the chunk lies under, outermost first")
 
 
 class DocumentHit(BaseModel):
@@ -181,6 +183,9 @@ class DocumentChunk(BaseModel):
     id: str
     index: int
     content: str
+    page_start: int | None = Field(None, description="first page (1-based) of a paged document (PDF) the chunk is on")
+    page_end: int | None = Field(None, description="last page the chunk is on")
+    section: list[str] = Field(default_factory=list, description="headings the chunk lies under, outermost first")
 
 
 class DocumentView(BaseModel):
@@ -191,5 +196,3 @@ class DocumentView(BaseModel):
     metadata: Metadata
     chunk_count: int
     chunks: list[DocumentChunk] = Field(description="the requested page of chunks, in order")
-
-

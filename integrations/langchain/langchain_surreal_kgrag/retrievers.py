@@ -29,9 +29,7 @@ Filter = dict[str, Any]
 #: Fields the core retriever is built from: setting one on a built retriever builds a new core
 #: (closing the store this retriever opened). ``k``, ``filters``, ``access`` and
 #: ``max_chunks_per_document`` are read on every call and need no rebuild.
-CORE_FIELDS = frozenset(
-    {"db_url", "mode", "namespace", "database", "username", "password", "embedder", "reranker", "retriever_options"}
-)
+CORE_FIELDS = frozenset({"db_url", "mode", "namespace", "database", "username", "password", "embedder", "reranker", "retriever_options"})
 
 
 class SurrealKGRetriever(BaseRetriever):
@@ -115,9 +113,7 @@ class SurrealKGRetriever(BaseRetriever):
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in CORE_FIELDS and getattr(self, "_wrapped", False):
-            raise ValueError(
-                f"{name} of a retriever made by from_retriever() is the wrapped core retriever's; build a new one instead"
-            )
+            raise ValueError(f"{name} of a retriever made by from_retriever() is the wrapped core retriever's; build a new one instead")
         super().__setattr__(name, value)
         if name in CORE_FIELDS:
             old, self._lazy = self._lazy, self._build()
@@ -186,15 +182,17 @@ class SurrealKGRetriever(BaseRetriever):
             "mode": mode,
             "concepts": [concept.name for concept in doc.concepts],
             "chunk_ids": [chunk.id for chunk in chunks],
+            # Per chunk (in chunk_ids order): [first page, last page] of a paged file (else None) and
+            # its section path joined with " > " ("" when unknown).
+            "chunk_pages": [None if c.page_start is None else [c.page_start, c.page_end] for c in chunks],
+            "chunk_sections": [" > ".join(c.section) for c in chunks],
             "provenance": [path.model_dump() for path in doc.provenance],
         }
         return Document(id=doc.id, page_content=CHUNK_SEPARATOR.join(c.content for c in chunks), metadata=metadata)
 
     # -- ingestion and lifecycle ------------------------------------------------------------------
 
-    def add_documents(
-        self, documents: Iterable[Document], *, extractor: Any = None, config: IngestConfig | None = None
-    ) -> list[str]:
+    def add_documents(self, documents: Iterable[Document], *, extractor: Any = None, config: IngestConfig | None = None) -> list[str]:
         """Ingest LangChain ``Document``s into this retriever's store with its embedder; returns the
         ids stored, in order.
 

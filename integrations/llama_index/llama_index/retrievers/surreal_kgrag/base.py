@@ -167,9 +167,7 @@ class SurrealKGRetriever(BaseRetriever):
 
     # -- ingestion and lifecycle ------------------------------------------------------------------
 
-    def add_documents(
-        self, documents: Iterable[BaseNode], *, extractor: Any = None, config: IngestConfig | None = None
-    ) -> IngestSummary:
+    def add_documents(self, documents: Iterable[BaseNode], *, extractor: Any = None, config: IngestConfig | None = None) -> IngestSummary:
         """Ingest LlamaIndex ``Document``s (or ``TextNode``s) into this retriever's store with its embedder.
 
         The key is ``doc_id``; LlamaIndex makes up a random one when none is given, so set ``doc_id``
@@ -199,6 +197,10 @@ def chunk_node(doc: RetrievedDocument, chunk: ChunkHit, mode: str, chunk_count: 
         "source": doc.source,
         "document_score": doc.score,
         "chunk_index": chunk.index,
+        # Where the chunk is: pages of a paged file (None otherwise) and its section path ("" when unknown).
+        "page_start": chunk.page_start,
+        "page_end": chunk.page_end,
+        "section": " > ".join(chunk.section),
         "concepts": [concept.name for concept in chunk.concepts],
         "mode": mode,
     }
@@ -219,5 +221,5 @@ def chunk_node(doc: RetrievedDocument, chunk: ChunkHit, mode: str, chunk_count: 
         metadata=metadata,
         relationships=relationships,
         excluded_llm_metadata_keys=list(BOOKKEEPING_KEYS),
-        excluded_embed_metadata_keys=[*BOOKKEEPING_KEYS, "title", "source"],
+        excluded_embed_metadata_keys=[*BOOKKEEPING_KEYS, "title", "source", "page_start", "page_end", "section"],
     )
