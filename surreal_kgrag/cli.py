@@ -233,7 +233,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.chart:
         text += f"\nchart written to {args.chart}"
     _emit(args, report.as_json(), text)
-    return EXIT_OK
+    return EXIT_PARTIAL if summary.failed else EXIT_OK
 
 
 def _cutoffs(text: str) -> list[int]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import statistics
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -261,13 +260,6 @@ def evaluate_retriever(
         labels = [document_label(doc.id, doc.source, query.by_file) for doc in result.documents]
         rankings.append(Ranking(labels, result.search_ms, first.embed_ms + first.search_ms))
     return score(queries, rankings, ks)
-
-
-def timed(function: Callable[[], Any]) -> tuple[Any, float]:
-    """``function()`` and the milliseconds it took."""
-    t = time.perf_counter()
-    value = function()
-    return value, (time.perf_counter() - t) * 1000
 
 
 # -- which gold documents the store holds ---------------------------------------------------------

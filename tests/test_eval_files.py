@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from surreal_kgrag.cli import EXIT_FAILED, EXIT_OK, main
+from surreal_kgrag.cli import EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, main
 from surreal_kgrag.errors import LoaderError
 from surreal_kgrag.evaluate import EvalQuery, find_eval_set, load_queries, recall_at, recall_figures
 
@@ -66,12 +66,15 @@ def test_eval_over_files_prints_recall_per_type_beside_the_baselines(tmp_path, c
             assert row[f"recall@{k}"] == pytest.approx(mean, abs=0.1), (name, k)
         assert row["p50_ms"] > 0 and row["p95_ms"] >= row["p50_ms"], name
 
-    # The text report: one row per system, a block per type, and the missing gold file named.
-    assert main(["eval", str(folder), "--db", db, "--mode", "chunk", "--baselines", "numpy"]) == EXIT_OK
-    out = capsys.readouterr().out
-    assert "recall@1" in out and "type single (1 questions)" in out and "numpy exact cosine" in out
-    assert "BM25" not in out
-    assert "gold documents not among the 4 stored: 1 of 4: council-minutes.md" in out
+    # The text report: one row per system, a block per type, and the missing gold file named; now
+    # the file is there but cannot be loaded (empty): the run goes on, says why, and exits 3.
+    (folder / "docs" / "council-minutes.md").write_text("")
+    assert main(["eval", str(folder), "--db", db, "--mode", "chunk", "--baselines", "numpy"]) == EXIT_PARTIAL
+    out = capsys.readouterr()
+    assert "recall@1" in out.out and "type single (1 questions)" in out.out and "numpy exact cosine" in out.out
+    assert "BM25" not in out.out
+    assert "gold documents not among the 4 stored: 1 of 4: council-minutes.md (failed to load: empty file" in out.out
+    assert "council-minutes.md" in out.err
 
 
 def test_format_detection_and_explicit_paths(tmp_path):
