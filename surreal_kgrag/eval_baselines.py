@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel
 
+from .db import SurrealStore
 from .embed import Embedder
 from .evaluate import EvalQuery, ModeReport, Ranking, document_label, score
-from .store import SurrealStore
 
 NUMPY = "numpy exact cosine"
 BM25 = "BM25 (bm25s)"

@@ -23,10 +23,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from .db import SurrealStore
 from .errors import LoaderError
 from .models import LoadFailure
 from .retrieval import BaseRetriever
-from .store import SurrealStore
 
 DEFAULT_KS = (1, 2, 5)
 UNTYPED = "(no type)"
