@@ -1,11 +1,16 @@
-"""Retrieval quality and latency per mode on benchmark folders (corpus.jsonl + queries.jsonl).
+"""Retrieval quality and latency per mode on benchmark folders, beside exact-cosine and BM25 baselines.
 
-    .venv/bin/python benchmarks/retrieval_benchmark.py ../shared/bench/hotpotqa ../shared/bench/musique \\
-        [--store-dir /tmp/kg-bench] [--modes chunk,concept,hybrid,graph] [--limit 200] [--json]
+    .venv/bin/python benchmarks/retrieval_benchmark.py ../shared/bench/hotpotqa ../shared/bench/sec10q \\
+        [--docs DIR --queries FILE] [--store-dir /tmp/kg-bench] [--modes chunk,concept,hybrid,graph] [--limit 200] [--json]
 
-Each folder is ingested into its own embedded store under --store-dir (re-runs skip unchanged
-records), then every mode answers every query twice: once with a fresh query embedding, once with
-it cached. Printed per mode: recall@2 / recall@5 (HippoRAG definition, from the second run);
+A folder is either format of ``surreal_kgrag.evaluate``: ``corpus.jsonl`` with queries naming
+``gold_ids``, or files (``docs/``, or beside ``queries.jsonl``) with queries naming ``gold_files``;
+``--docs``/``--queries`` name one more set explicitly. Each set is ingested into its own embedded store under --store-dir
+(re-runs skip unchanged records), then every mode answers every query twice: once with a fresh query
+embedding, once with it cached. Printed per mode: recall@1/2/5 over distinct documents (from the
+second run), overall and per question type when the queries have one; the baselines (numpy exact
+cosine and BM25 over the same stored chunks) in the same table; how many gold documents the store
+does not hold;
 database time p50 / p95 (the time spent in SurrealDB queries, answers decoded); total latency
 p50 / p95 without the embedding (database + client work: phrase lookup, PPR, fusion); and total
 p50 including a fresh query embedding. ``graph-edges`` is the graph mode reading its subgraph from
@@ -22,11 +27,13 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from surreal_kgrag import Ingestor, SurrealStore
-from surreal_kgrag.evaluate import EvalQuery, load_queries, recall_at
+from surreal_kgrag.eval_baselines import run_baselines
+from surreal_kgrag.evaluate import DEFAULT_KS, EvalQuery, EvalSet, document_label, find_eval_set, gold_coverage, recall_figures
 from surreal_kgrag.retrieval import BaseRetriever, HybridRetriever, make_retriever
 from surreal_kgrag.retrieval.graph import GraphRetriever
 from surreal_kgrag.retrieval.plan import Plan, run
@@ -56,60 +63,104 @@ def fusion_timing(store: SurrealStore, retriever: HybridRetriever, questions: li
     return {"client_rrf_p50_ms": round(statistics.median(client), 3), "search_rrf_p50_ms": round(statistics.median(server), 3)}
 
 
-def measure(retriever: BaseRetriever, queries: list[EvalQuery]) -> dict[str, float]:
-    """Recall@2/5 and latency percentiles of one mode."""
-    r2, r5, db, total, fresh = [], [], [], [], []
+def measure(retriever: BaseRetriever, queries: list[EvalQuery]) -> dict[str, Any]:
+    """Recall@1/2/5 (overall and per type) and latency percentiles of one mode."""
+    rankings, db, total, fresh = [], [], [], []
+    depth = max(DEFAULT_KS)
     for query in queries:
         t = time.perf_counter()
-        first = retriever.search(query.question, k=5)
+        retriever.search(query.question, k=depth)
         fresh.append((time.perf_counter() - t) * 1000)
         t = time.perf_counter()
-        result = retriever.search(query.question, k=5)
+        result = retriever.search(query.question, k=depth)
         total.append((time.perf_counter() - t) * 1000)
         db.append(result.search_ms)
-        ids = [doc.id for doc in result.documents]
-        r2.append(recall_at(ids, query.gold_ids, 2))
-        r5.append(recall_at(ids, query.gold_ids, 5))
-        del first
+        rankings.append([document_label(doc.id, doc.source, query.by_file) for doc in result.documents])
+    recall, by_type = recall_figures(queries, rankings, DEFAULT_KS)
 
     def pct(values: list[float], q: int) -> float:
         return round(float(np.percentile(values, q)), 1)
 
-    return {
-        "recall@2": round(100 * float(np.mean(r2)), 1),
-        "recall@5": round(100 * float(np.mean(r5)), 1),
+    row: dict[str, Any] = {f"recall@{k}": round(v, 1) for k, v in recall.items()}
+    row.update({
         "db_p50_ms": pct(db, 50),
         "db_p95_ms": pct(db, 95),
         "total_p50_ms": pct(total, 50),
         "total_p95_ms": pct(total, 95),
         "with_embedding_p50_ms": pct(fresh, 50),
         "queries": len(queries),
-    }
+    })
+    if by_type:
+        row["by_type"] = {name: t.flat() for name, t in by_type.items()}
+    return row
+
+
+def benchmark_sets(args: argparse.Namespace) -> list[tuple[str, EvalSet]]:
+    sets = [(str(folder), find_eval_set(folder)) for folder in args.folders]
+    if args.queries:
+        sets.append((str(args.queries), find_eval_set(docs=args.docs, queries=args.queries)))
+    if not sets:
+        raise SystemExit("give benchmark folders, or --docs DIR --queries FILE")
+    return sets
+
+
+def print_tables(report: dict[str, Any]) -> None:
+    for name, entry in report.items():
+        print(f"\n{name} ({entry['queries']} queries, {entry['format']})")
+        ks = [f"recall@{k}" for k in DEFAULT_KS]
+        print("| system | " + " | ".join(ks) + " | db p50 / p95 ms | total p50 / p95 ms | with embedding p50 ms |")
+        print("|---|" + "---|" * (len(ks) + 3))
+        for mode, row in entry["modes"].items():
+            print(
+                f"| {mode} | " + " | ".join(str(row[k]) for k in ks) + f" | {row['db_p50_ms']} / {row['db_p95_ms']} "
+                f"| {row['total_p50_ms']} / {row['total_p95_ms']} | {row['with_embedding_p50_ms']} |"
+            )
+        for system, row in entry["baselines"].items():
+            if "note" in row:
+                print(f"| {system} | could not run: {row['note']} |")
+                continue
+            print(f"| {system} | " + " | ".join(str(row[k]) for k in ks) + f" | {row['p50_ms']} / {row['p95_ms']} "
+                  f"| {row['p50_ms']} / {row['p95_ms']} | {row['p50_with_embedding_ms']} |")
+        systems = {**entry["modes"], **entry["baselines"]}
+        for kind in sorted({t for row in systems.values() for t in row.get("by_type", {})}):
+            count = next(row["by_type"][kind]["queries"] for row in systems.values() if kind in row.get("by_type", {}))
+            print(f"\ntype {kind} ({count} questions)\n| system | " + " | ".join(ks) + " |\n|---|" + "---|" * len(ks))
+            for system, row in systems.items():
+                if kind in row.get("by_type", {}):
+                    print(f"| {system} | " + " | ".join(str(row["by_type"][kind][k]) for k in ks) + " |")
+        print(entry["coverage_text"])
+        print(f"fusion: {entry['fusion']}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folders", nargs="+", type=Path, help="folders holding corpus.jsonl and queries.jsonl")
+    parser.add_argument("folders", nargs="*", type=Path, help="benchmark folders (either format)")
+    parser.add_argument("--docs", type=Path, help="with --queries: a folder of files (or a corpus.jsonl) to ingest")
+    parser.add_argument("--queries", type=Path, help="with --docs: queries.jsonl naming gold_files (or gold_ids)")
     parser.add_argument("--store-dir", type=Path, default=Path("/tmp/surreal-kgrag-bench"))
     parser.add_argument(
         "--modes", default="chunk,concept,hybrid,graph,graph-edges",
         help="graph-edges: the graph mode reading its subgraph from the edges instead of the adjacency lists",
     )
+    parser.add_argument("--baselines", default="numpy,bm25", help="comma-separated: numpy, bm25 (empty: none)")
     parser.add_argument("--limit", type=int, default=None, help="first N queries only")
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
     args = parser.parse_args()
 
-    report: dict[str, object] = {}
-    for folder in args.folders:
-        corpus, queries_file = folder / "corpus.jsonl", folder / "queries.jsonl"
-        queries = load_queries(queries_file)[: args.limit]
-        store_path = args.store_dir / folder.resolve().name
+    report: dict[str, Any] = {}
+    for name, bench in benchmark_sets(args):
+        queries = bench.queries[: args.limit]
+        store_path = args.store_dir / Path(name).resolve().name
         with SurrealStore(f"surrealkv://{store_path}") as store:
             ingestor = Ingestor(store)
             t = time.perf_counter()
-            summary = ingestor.ingest([corpus])
+            summary = ingestor.ingest(bench.inputs)
             ingest_s = time.perf_counter() - t
-            print(f"{folder}: {summary.added} added, {summary.skipped} unchanged in {ingest_s:.0f}s", file=sys.stderr)
+            done = f"{summary.added} added, {summary.skipped} unchanged, {summary.failed} failed"
+            print(f"{name}: {done} in {ingest_s:.0f}s", file=sys.stderr)
+            for failure in summary.failures:
+                print(f"  skipped {failure}", file=sys.stderr)
+            coverage = gold_coverage(store, queries, summary.failures)
             modes = {}
             for mode in args.modes.split(","):
                 if mode == "graph-edges":
@@ -120,23 +171,20 @@ def main() -> int:
                 t = time.perf_counter()
                 modes[mode] = measure(retriever, queries)
                 print(f"  {mode}: {modes[mode]} ({time.perf_counter() - t:.0f}s)", file=sys.stderr)
+            chosen = [b for b in args.baselines.split(",") if b]
+            baselines, notes = run_baselines(store, ingestor.embedder, queries, DEFAULT_KS, chosen)
             hybrid = make_retriever("hybrid", store, embedder=ingestor.embedder)
             fusion = fusion_timing(store, hybrid, [q.question for q in queries[:50]])  # type: ignore[arg-type]
-        report[str(folder)] = {"queries": len(queries), "ingest_seconds": round(ingest_s, 1), "modes": modes, "fusion": fusion}
+        report[name] = {
+            "queries": len(queries), "format": bench.format, "ingest_seconds": round(ingest_s, 1), "modes": modes,
+            "baselines": {**{b: r.flat() for b, r in baselines.items()}, **{b: {"note": n} for b, n in notes.items()}},
+            "gold_not_found": len(coverage.not_found), "coverage": coverage.model_dump(), "coverage_text": coverage.describe(),
+            "fusion": fusion,
+        }
     if args.json:
         print(json.dumps(report, indent=2))
-        return 0
-    for folder, entry in report.items():
-        assert isinstance(entry, dict)
-        print(f"\n{folder} ({entry['queries']} queries)")
-        print("| mode | recall@2 | recall@5 | db p50 / p95 ms | total p50 / p95 ms | with embedding p50 ms |")
-        print("|---|---|---|---|---|---|")
-        for mode, row in entry["modes"].items():
-            print(
-                f"| {mode} | {row['recall@2']} | {row['recall@5']} | {row['db_p50_ms']} / {row['db_p95_ms']} "
-                f"| {row['total_p50_ms']} / {row['total_p95_ms']} | {row['with_embedding_p50_ms']} |"
-            )
-        print(f"fusion: {entry['fusion']}")
+    else:
+        print_tables(report)
     return 0
 
 

@@ -3,18 +3,23 @@
     .venv/bin/python benchmarks/side_by_side.py ../shared/bench/hotpotqa ../shared/bench/musique \\
         [--chart docs/side_by_side.png] [--limit N] [--corpus-limit N] [--store-dir DIR] [--json]
 
-For each folder (``corpus.jsonl`` {id, title, text} and ``queries.jsonl`` {id, question, gold_ids}):
+For each folder, in either format of ``surreal_kgrag.evaluate`` (``corpus.jsonl`` {id, title, text}
+with ``queries.jsonl`` {id, question, gold_ids}; or files, in ``docs/`` or beside ``queries.jsonl``
+{id, question, gold_files, type?}; ``--docs DIR --queries FILE`` name one more set explicitly):
 
 - ``numpy exact cosine``: all-MiniLM-L6-v2 vectors of every passage (under its title), exact search;
-- ``BM25 (bm25s)``: English stopwords, default parameters;
+  on files, the vectors of the chunks our store holds;
+- ``BM25 (bm25s)``: English stopwords, default parameters; on files, over our stored chunk texts;
 - ``langchain-surrealdb``: its vector store on its own embedded surrealkv store, in its own virtual
   environment under --store-dir (it pins surrealdb~=1.0.8), fed the same vectors as numpy; when it
   cannot run, its row says why;
 - ``ours: <mode>`` for chunk, concept, hybrid and graph: a fresh surrealkv store, ingested with the
   default Ingestor, queried through ``make_retriever(mode)`` and ``surreal_kgrag.evaluate``.
 
-Recall@2 / recall@5 follow HippoRAG (the fraction of gold passages whose document is in the top k,
-documents de-duplicated). ``p50/p95 ms``: the query vector given (for ours, the database time
+Recall@1 / @2 / @5: per question, the fraction of its gold documents among the first k distinct
+documents (HippoRAG's definition for passages; on files a document matches by its file name), overall
+and per question type; on files, how many gold files our store does not hold.
+``p50/p95 ms``: the query vector given (for ours, the database time
 ``evaluate_retriever`` reports); ``total``: with a fresh query embedding. ``ingest s``: ours end to
 end (load, chunk, extract, embed, write, index); the baselines' indexing including embedding the
 passages (measured once, then read from the cache under --store-dir). Models are loaded and warmed
@@ -31,14 +36,17 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from side_by_side_baselines import bm25, langchain_surrealdb, numpy_cosine
-from side_by_side_data import KS, BenchSet, Row, embed_set, load_set
+import numpy as np
+from side_by_side_baselines import bm25, chunk_rows, chunk_units, langchain_surrealdb, numpy_cosine, passage_units
+from side_by_side_data import KS, FileSet, Row, SharedVectors, embed_set, load_any
 
 from surreal_kgrag import Ingestor, SurrealStore
-from surreal_kgrag.evaluate import evaluate_retriever
+from surreal_kgrag.eval_baselines import ChunkTable
+from surreal_kgrag.evaluate import EvalQuery, GoldCoverage, evaluate_retriever, gold_coverage
 from surreal_kgrag.retrieval import RETRIEVERS, make_retriever
 
 BASELINES = ("numpy", "bm25", "langchain-surrealdb")
@@ -46,35 +54,50 @@ COLUMNS = ("system", *(f"recall@{k}" for k in KS), "p50_ms", "p95_ms", "p50_tota
 HEADERS = ("system", *(f"R@{k}" for k in KS), "p50 ms", "p95 ms", "p50 total", "p95 total", "ingest s", "note")
 
 
-def ours(bench: BenchSet, ingestor: Ingestor, work: Path, modes: Sequence[str]) -> list[Row]:
+@dataclass
+class Ours:
+    rows: list[Row]
+    chunks: ChunkTable | None = None  # the store's chunks, for the baselines on a set of files
+    coverage: GoldCoverage | None = None
+
+
+def ours(inputs: list[Path], queries: list[EvalQuery], ingestor: Ingestor, work: Path, modes: Sequence[str], *, files: bool) -> Ours:
     """A fresh store, the timed ingest, then every mode through the public evaluation."""
     path = work / "kgrag.surrealkv"
     shutil.rmtree(path, ignore_errors=True)
-    corpus = bench.write_corpus(work / "corpus.jsonl")
-    rows = []
+    out = Ours([])
     with SurrealStore(f"surrealkv://{path}") as store:
         run = Ingestor(store, embedder=ingestor.embedder, extractor=ingestor.extractor, config=ingestor.config)
         t = time.perf_counter()
-        summary = run.ingest([corpus])
+        summary = run.ingest(inputs)
         ingest_s = time.perf_counter() - t
-        if summary.failed:
-            raise SystemExit(f"{bench.folder}: {summary.failed} passages failed to ingest: {summary}")
+        if summary.failed and not files:
+            raise SystemExit(f"{work.name}: {summary.failed} passages failed to ingest: {summary}")
+        for failure in summary.failures:
+            _log(f"  skipped {failure}")
         _log(f"  ours: ingested {summary.added} documents in {ingest_s:.1f}s")
         for mode in modes:
             t = time.perf_counter()
-            report = evaluate_retriever(make_retriever(mode, store, embedder=run.embedder), bench.queries, KS)
+            report = evaluate_retriever(make_retriever(mode, store, embedder=run.embedder), queries, KS)
             row = Row(f"ours: {mode}", recall=dict(report.recall), ingest_s=ingest_s, note="surrealkv, default settings")
+            row.by_type = {name: t.flat() for name, t in report.by_type.items()}
             row.percentiles = {
                 "p50_ms": round(report.p50_ms, 2), "p95_ms": round(report.p95_ms, 2),
                 "p50_total_ms": round(report.p50_with_embedding_ms, 2), "p95_total_ms": round(report.p95_with_embedding_ms, 2),
             }
-            rows.append(row)
+            out.rows.append(row)
             _log(f"  ours: {mode} in {time.perf_counter() - t:.0f}s")
-    return rows
+        if files:
+            out.chunks, out.coverage = ChunkTable.read(store), gold_coverage(store, queries, summary.failures)
+    return out
 
 
-def run_set(folder: Path, args: argparse.Namespace, ingestor: Ingestor) -> dict[str, Any]:
-    bench = load_set(folder, limit=args.limit, corpus_limit=args.corpus_limit)
+def run_set(
+    folder: Path, args: argparse.Namespace, ingestor: Ingestor, docs: Path | None = None, queries: Path | None = None
+) -> dict[str, Any]:
+    bench = load_any(folder, limit=args.limit, corpus_limit=args.corpus_limit, docs=docs, queries=queries)
+    if isinstance(bench, FileSet):
+        return run_file_set(bench, args, ingestor)
     work = args.store_dir / bench.work_name
     _log(f"{folder}: {len(bench.passages)} passages, {len(bench.queries)} queries (work dir {work})")
     vectors = embed_set(bench, ingestor.embedder, work / "passage_vectors.npz")
@@ -85,19 +108,58 @@ def run_set(folder: Path, args: argparse.Namespace, ingestor: Ingestor) -> dict[
     if "bm25" in args.baselines:
         rows.append(bm25(bench))
     if "langchain-surrealdb" in args.baselines:
-        rows.append(langchain_surrealdb(bench, vectors, work, args.langchain_venv or args.store_dir / "langchain-surrealdb-venv"))
+        rows.append(langchain_surrealdb(passage_units(bench), bench.queries, vectors, work, _venv(args)))
         _log(f"  langchain-surrealdb: {rows[-1].note}")
-    rows.extend(ours(bench, ingestor, work, args.modes))
-    return {"folder": str(folder), "passages": len(bench.passages), "queries": len(bench.queries),
+    corpus = bench.write_corpus(work / "corpus.jsonl")
+    rows.extend(ours([corpus], bench.queries, ingestor, work, args.modes, files=False).rows)
+    return {"folder": str(folder), "format": "records", "passages": len(bench.passages), "queries": len(bench.queries),
             "rows": [row.figures() for row in rows]}
 
 
+def run_file_set(bench: FileSet, args: argparse.Namespace, ingestor: Ingestor) -> dict[str, Any]:
+    """Ours first (the ingest makes the chunks), then the baselines over the chunks our store holds."""
+    work = args.store_dir / bench.work_name
+    _log(f"{bench.folder}: files {', '.join(map(str, bench.inputs))}, {len(bench.queries)} queries (work dir {work})")
+    result = ours(bench.inputs, bench.queries, ingestor, work, args.modes, files=True)
+    assert result.chunks is not None and result.coverage is not None
+    _log(f"  {result.coverage.describe()}")
+    rows = chunk_rows(result.chunks, ingestor.embedder, bench.queries, args.baselines)
+    if "langchain-surrealdb" in args.baselines:
+        questions, question_ms = [], []
+        for query in bench.queries:
+            t = time.perf_counter()
+            questions.append(ingestor.embedder.embed_query(query.question))
+            question_ms.append((time.perf_counter() - t) * 1000)
+        vectors = SharedVectors(result.chunks.vectors, 0.0, False, np.stack(questions), question_ms)
+        rows.append(langchain_surrealdb(chunk_units(result.chunks), bench.queries, vectors, work, _venv(args)))
+        rows[-1].note += "; our stored chunks and vectors"
+        _log(f"  langchain-surrealdb: {rows[-1].note}")
+    rows.extend(result.rows)
+    return {"folder": str(bench.folder), "format": "files", "passages": len(result.chunks.chunks), "queries": len(bench.queries),
+            "gold_not_found": result.coverage.not_found, "coverage": result.coverage.describe(),
+            "rows": [row.figures() for row in rows]}
+
+
+def _venv(args: argparse.Namespace) -> Path:
+    return Path(args.langchain_venv or args.store_dir / "langchain-surrealdb-venv")
+
+
 def table(report: dict[str, Any]) -> str:
-    lines = [f"### {report['name']}: {report['passages']} passages, {report['queries']} queries", "",
+    units = "chunks of files" if report["format"] == "files" else "passages"
+    lines = [f"### {report['name']}: {report['passages']} {units}, {report['queries']} queries", "",
              "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     for row in report["rows"]:
         cells = [_cell(row[c]) for c in COLUMNS]
         lines.append("| " + " | ".join(cells) + " |")
+    recall = [f"recall@{k}" for k in KS]
+    for kind in sorted({t for row in report["rows"] for t in row.get("by_type", {})}):
+        count = next(row["by_type"][kind]["queries"] for row in report["rows"] if kind in row.get("by_type", {}))
+        lines += ["", f"type {kind} ({count} questions)", "", "| system | " + " | ".join(f"R@{k}" for k in KS) + " |",
+                  "|" + "---|" * (len(KS) + 1)]
+        lines += ["| " + " | ".join([row["system"], *(_cell(row["by_type"][kind][r]) for r in recall)]) + " |"
+                  for row in report["rows"] if kind in row.get("by_type", {})]
+    if "coverage" in report:
+        lines += ["", report["coverage"]]
     return "\n".join(lines)
 
 
@@ -155,7 +217,9 @@ def warmed_ingestor() -> Ingestor:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("folders", nargs="+", type=Path, help="folders holding corpus.jsonl and queries.jsonl")
+    parser.add_argument("folders", nargs="*", type=Path, help="benchmark folders: queries.jsonl with corpus.jsonl, or with files")
+    parser.add_argument("--docs", type=Path, help="with --queries: a folder of files to ingest")
+    parser.add_argument("--queries", type=Path, help="with --docs: queries.jsonl naming gold_files")
     parser.add_argument("--limit", type=_positive, help="first N queries only")
     parser.add_argument("--corpus-limit", type=_positive, help="the gold passages of the chosen queries plus others up to N")
     parser.add_argument("--store-dir", type=Path, default=Path("/tmp/surreal-kgrag-side-by-side"),
@@ -172,9 +236,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     load_before = os.getloadavg()[0]
     ingestor = warmed_ingestor()
+    sets: list[tuple[Path, Path | None, Path | None]] = [(folder, None, None) for folder in args.folders]
+    if args.queries:
+        sets.append((args.queries.parent, args.docs, args.queries))
+    if not sets:
+        raise SystemExit("give benchmark folders, or --docs DIR --queries FILE")
     reports = []
-    for folder in args.folders:
-        report = run_set(folder, args, ingestor)
+    for folder, docs, queries in sets:
+        report = run_set(folder, args, ingestor, docs, queries)
         report["name"] = folder.resolve().name
         reports.append(report)
         print(table(report) + "\n", file=sys.stderr if args.json else sys.stdout, flush=True)

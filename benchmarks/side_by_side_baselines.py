@@ -1,6 +1,8 @@
 """The baselines of benchmarks/side_by_side.py: exact numpy cosine, BM25 (bm25s) and the
-langchain-surrealdb vector store (run in its own virtual environment). Each indexes one record per
-passage, the passage under its title, and returns a Row with recall and latency."""
+langchain-surrealdb vector store (run in its own virtual environment). On a corpus.jsonl set each
+indexes one record per passage, the passage under its title; on a set of files each indexes the
+chunks our store holds (their texts and stored vectors, through ``surreal_kgrag.eval_baselines``).
+Each returns a Row with recall and latency."""
 
 from __future__ import annotations
 
@@ -12,9 +14,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-from side_by_side_data import KS, BenchSet, Row, SharedVectors, could_not_run, score_rankings
+from side_by_side_data import KS, BenchSet, Row, SharedVectors, Units, could_not_run, score_rankings
+
+from surreal_kgrag.embed import Embedder
+from surreal_kgrag.eval_baselines import BM25, NUMPY, ChunkTable, bm25_rankings, cosine_rankings
+from surreal_kgrag.evaluate import EvalQuery, Ranking, file_name
 
 DEPTH = max(KS)
+CHUNK_DEPTH = 100  # chunks langchain-surrealdb returns per question on a set of files, for DEPTH distinct documents
 LC_SYSTEM = "langchain-surrealdb"
 LC_PACKAGES = ("langchain-surrealdb", "numpy")  # langchain-surrealdb imports numpy without declaring it
 WORKER = Path(__file__).with_name("side_by_side_lc_worker.py")
@@ -69,7 +76,37 @@ def bm25(bench: BenchSet) -> Row:
     return score_rankings(row, rankings, bench.queries)
 
 
-def langchain_surrealdb(bench: BenchSet, vectors: SharedVectors, work: Path, venv: Path) -> Row:
+def chunk_rows(table: ChunkTable, embedder: Embedder, queries: list[EvalQuery], names: list[str]) -> list[Row]:
+    """numpy exact cosine and BM25 over the chunks our store holds (a set of files)."""
+    rows = []
+    if "numpy" in names:
+        rows.append(_chunk_row(NUMPY, cosine_rankings(table, embedder, queries, DEPTH), queries, "stored chunk vectors, exact search"))
+    if "bm25" in names:
+        try:
+            rankings = bm25_rankings(table, queries, DEPTH)
+        except ImportError:
+            rows.append(could_not_run(BM25, "bm25s is not installed: pip install 'surreal-kgrag[bench]'"))
+        else:
+            rows.append(_chunk_row(BM25, rankings, queries, "stored chunk texts, English stopwords, no stemming"))
+    return rows
+
+
+def _chunk_row(system: str, rankings: list[Ranking], queries: list[EvalQuery], note: str) -> Row:
+    row = Row(system, search_ms=[r.search_ms for r in rankings], total_ms=[r.total_ms for r in rankings], note=note)
+    return score_rankings(row, [r.labels for r in rankings], queries)
+
+
+def passage_units(bench: BenchSet) -> Units:
+    ids = [p.id for p in bench.passages]
+    return Units(ids, [p.indexed_text for p in bench.passages], [p.title for p in bench.passages], ids, DEPTH)
+
+
+def chunk_units(table: ChunkTable) -> Units:
+    return Units([f"chunk-{i}" for i in range(len(table.chunks))], table.texts, [file_name(s) for s in table.sources],
+                 table.labels(by_file=True), CHUNK_DEPTH)
+
+
+def langchain_surrealdb(units: Units, queries: list[EvalQuery], vectors: SharedVectors, work: Path, venv: Path) -> Row:
     """The langchain-surrealdb vector store on its own embedded surrealkv store, in its own venv,
     fed the shared vectors; any failure becomes a 'could not run' row that says what happened."""
     python, problem = ensure_venv(venv)
@@ -77,17 +114,15 @@ def langchain_surrealdb(bench: BenchSet, vectors: SharedVectors, work: Path, ven
         return could_not_run(LC_SYSTEM, problem)
     inputs = work / "langchain-input"
     inputs.mkdir(parents=True, exist_ok=True)
-    (inputs / "passages.json").write_text(
-        json.dumps({"ids": [p.id for p in bench.passages], "texts": [p.indexed_text for p in bench.passages],
-                    "titles": [p.title for p in bench.passages]})
-    )
-    (inputs / "questions.json").write_text(json.dumps([q.question for q in bench.queries]))
+    (inputs / "passages.json").write_text(json.dumps({"ids": units.ids, "texts": units.texts, "titles": units.titles}))
+    (inputs / "questions.json").write_text(json.dumps([q.question for q in queries]))
     np.save(inputs / "passage_vectors.npy", vectors.passages)
     np.save(inputs / "question_vectors.npy", vectors.questions)
     store, output = work / "langchain-surrealdb.surrealkv", work / "langchain-result.json"
     shutil.rmtree(store, ignore_errors=True)
     output.unlink(missing_ok=True)
-    done = subprocess.run([str(python), str(WORKER), str(inputs), str(store), str(DEPTH), str(output)], capture_output=True, text=True)
+    command = [str(python), str(WORKER), str(inputs), str(store), str(units.depth), str(output)]
+    done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0 or not output.is_file():
         return could_not_run(LC_SYSTEM, _last_line(done.stderr) or f"worker exited with status {done.returncode}")
     result = json.loads(output.read_text())
@@ -97,7 +132,7 @@ def langchain_surrealdb(bench: BenchSet, vectors: SharedVectors, work: Path, ven
     versions = result["versions"]
     row.note = (f"langchain-surrealdb {versions['langchain-surrealdb']}, SDK surrealdb {versions['surrealdb']}, "
                 "embedded surrealkv, HNSW (its defaults)")
-    return score_rankings(row, result["rankings"], bench.queries)
+    return score_rankings(row, [units.documents(r) for r in result["rankings"]], queries)
 
 
 def ensure_venv(venv: Path) -> tuple[Path, str | None]:

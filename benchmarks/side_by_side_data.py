@@ -1,5 +1,6 @@
-"""Data for benchmarks/side_by_side.py: the benchmark set, its limits, the shared embeddings and the
-result rows. Nothing here knows a dataset's name: every corpus in the format is treated alike."""
+"""Data for benchmarks/side_by_side.py: the benchmark sets (a corpus.jsonl of passages, or a folder of
+files), their limits, the shared embeddings, the units the baselines index and the result rows.
+Nothing here knows a dataset's name: every set in a format is treated alike."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from surreal_kgrag.embed import Embedder
-from surreal_kgrag.evaluate import EvalQuery, load_queries, recall_at
+from surreal_kgrag.evaluate import EvalQuery, find_eval_set, load_queries, recall_figures
 
-KS = (2, 5)
+KS = (1, 2, 5)
 
 
 @dataclass
@@ -52,6 +53,37 @@ class BenchSet:
             for passage in self.passages:
                 out.write(json.dumps(passage.record, ensure_ascii=False) + "\n")
         return path
+
+
+@dataclass
+class FileSet:
+    """A folder of files and questions naming gold file names: ingested by us, and the baselines
+    index the chunks our store holds (the same texts and vectors)."""
+
+    name: str
+    folder: Path
+    inputs: list[Path]
+    queries: list[EvalQuery]
+
+    @property
+    def work_name(self) -> str:
+        digest = hashlib.sha256("".join(q.model_dump_json() for q in self.queries).encode())
+        for path in self.inputs:
+            digest.update(str(path.resolve()).encode())
+        return f"{self.name}-{digest.hexdigest()[:10]}"
+
+
+def load_any(folder: Path, *, limit: int | None, corpus_limit: int | None, docs: Path | None = None,
+             queries: Path | None = None) -> BenchSet | FileSet:
+    """Either format of ``surreal_kgrag.evaluate.find_eval_set``: passages (``corpus.jsonl``) or files."""
+    if docs is None and queries is None and not (folder / "queries.jsonl").is_file():
+        raise SystemExit(f"{folder}: missing queries.jsonl (a benchmark folder holds queries.jsonl and corpus.jsonl or files)")
+    found = find_eval_set(None if queries is not None else folder, docs=docs, queries=queries)
+    if found.format == "records" and docs is None:
+        return load_set(folder, limit=limit, corpus_limit=corpus_limit)
+    if corpus_limit is not None:
+        raise SystemExit(f"{folder}: --corpus-limit applies to corpus.jsonl sets only")
+    return FileSet(folder.resolve().name, folder, found.inputs, found.queries[:limit])
 
 
 def load_set(folder: Path, *, limit: int | None, corpus_limit: int | None) -> BenchSet:
@@ -133,6 +165,7 @@ class Row:
     note: str = ""
     failed: bool = False
     percentiles: dict[str, float] = field(default_factory=dict)  # when only percentiles are known
+    by_type: dict[str, dict[str, float | int]] = field(default_factory=dict)  # when the questions have types
 
     def figures(self) -> dict[str, Any]:
         out: dict[str, Any] = {"system": self.system}
@@ -140,6 +173,8 @@ class Row:
         out.update(self.percentiles or _percentiles(self.search_ms, self.total_ms))
         out["ingest_s"] = None if self.ingest_s is None else round(self.ingest_s, 3)
         out["note"] = self.note
+        if self.by_type:
+            out["by_type"] = self.by_type
         return out
 
 
@@ -147,15 +182,27 @@ def could_not_run(system: str, reason: str) -> Row:
     return Row(system, note=f"could not run: {reason}", failed=True)
 
 
-def ranked_documents(ids: Sequence[str]) -> list[str]:
-    """Document ids in rank order, each kept once (the baselines rank passages, which are documents)."""
-    return list(dict.fromkeys(ids))
+@dataclass
+class Units:
+    """What a baseline indexes, one entry per unit (a passage, or a chunk of a file), with the label
+    of its document (what recall compares with the gold); ``depth``: how many units to fetch per question."""
+
+    ids: list[str]
+    texts: list[str]
+    titles: list[str]
+    labels: list[str]
+    depth: int
+
+    def documents(self, ranked_ids: Sequence[str]) -> list[str]:
+        index = {unit: i for i, unit in enumerate(self.ids)}
+        return [self.labels[index[unit]] for unit in ranked_ids]
 
 
 def score_rankings(row: Row, rankings: Sequence[Sequence[str]], queries: Sequence[EvalQuery]) -> Row:
-    """HippoRAG recall@k (surreal_kgrag.evaluate.recall_at) averaged over the queries, in percent."""
-    for k in KS:
-        row.recall[k] = 100 * sum(recall_at(ranked_documents(r), q.gold_ids, k) for r, q in zip(rankings, queries)) / len(queries)
+    """Recall@k over distinct documents (surreal_kgrag.evaluate), overall and per type, in percent."""
+    recall, by_type = recall_figures(queries, rankings, KS)
+    row.recall = recall
+    row.by_type = {name: t.flat() for name, t in by_type.items()}
     return row
 
 

@@ -269,6 +269,10 @@ def test_cli_eval_prints_recall_and_chart(tmp_path, capsys):
         assert 0 <= row["recall@1"] <= row["recall@5"] <= 100
         assert row["recall@5"] >= 60
         assert row["p50_ms"] > 0 and row["p95_ms"] >= row["p50_ms"]
+    # The same scoring beside exact cosine and BM25 over the store's chunks; every gold id is stored.
+    assert out["format"] == "records" and out["gold_not_found"] == 0
+    assert set(out["baselines"]) == {"numpy exact cosine", "BM25 (bm25s)"}
+    assert all(row["recall@5"] >= 60 and "by_type" not in row for row in out["baselines"].values())
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     queries.write_text('{"question": "no gold"}\n', encoding="utf-8")
     assert cli_main(argv) == 1

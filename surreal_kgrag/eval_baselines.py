@@ -1,0 +1,125 @@
+"""The baselines :mod:`surreal_kgrag.evaluate` prints beside the retrieval modes: exact cosine (numpy)
+and BM25 (bm25s) over the chunks a store holds, as the store holds them: the text each chunk was
+embedded and full-text indexed as, and its stored embedding, so a baseline and a mode search the same
+units with the same embedder. A ranking of chunks becomes a ranking of distinct documents."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel
+
+from .db import SurrealStore
+from .embed import Embedder
+from .evaluate import EvalQuery, ModeReport, Ranking, document_label, score
+
+NUMPY = "numpy exact cosine"
+BM25 = "BM25 (bm25s)"
+BASELINES = {"numpy": NUMPY, "bm25": BM25}
+
+
+class StoredChunk(BaseModel):
+    chunk_key: str
+    key: str
+    source: str
+    text: str
+    embedding: list[float]
+
+
+@dataclass
+class ChunkTable:
+    """The store's chunks in a fixed order: ids, texts, vectors and their documents."""
+
+    chunks: list[str]
+    keys: list[str]
+    sources: list[str]
+    texts: list[str]
+    vectors: np.ndarray  # (chunks, dimension), float32, as stored (L2-normalised by the embedder)
+
+    @classmethod
+    def read(cls, store: SurrealStore) -> ChunkTable:
+        [rows] = store.query("eval_chunks")
+        chunks = [StoredChunk.model_validate(row) for row in rows]
+        vectors = np.asarray([c.embedding for c in chunks], dtype=np.float32).reshape(len(chunks), -1)
+        return cls([c.chunk_key for c in chunks], [c.key for c in chunks], [c.source for c in chunks], [c.text for c in chunks], vectors)
+
+    def labels(self, by_file: bool) -> list[str]:
+        return [document_label(key, source, by_file) for key, source in zip(self.keys, self.sources)]
+
+
+def distinct_documents(order: Sequence[int] | np.ndarray, labels: Sequence[str], depth: int) -> list[str]:
+    """The documents of chunks ranked by ``order``, each once, the first ``depth`` of them."""
+    found: dict[str, None] = {}
+    for i in order:
+        found.setdefault(labels[int(i)], None)
+        if len(found) == depth:
+            break
+    return list(found)
+
+
+def cosine_rankings(table: ChunkTable, embedder: Embedder, queries: Sequence[EvalQuery], depth: int) -> list[Ranking]:
+    """Exact cosine between the query vector and every stored chunk vector (a dot product: both are normalised)."""
+    labels = table.labels(queries[0].by_file)
+    rankings = []
+    for query in queries:
+        t = time.perf_counter()
+        vector = np.asarray(embedder.embed_query(query.question), dtype=np.float32)
+        embed_ms = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        order = np.argsort(-(table.vectors @ vector), kind="stable")
+        found = distinct_documents(order, labels, depth)
+        search_ms = (time.perf_counter() - t) * 1000
+        rankings.append(Ranking(found, search_ms, search_ms + embed_ms))
+    return rankings
+
+
+def bm25_rankings(table: ChunkTable, queries: Sequence[EvalQuery], depth: int) -> list[Ranking]:
+    """bm25s over the chunk texts: English stopwords, no stemming, default parameters (k1=1.5, b=0.75).
+    Raises ImportError when bm25s is not installed."""
+    import bm25s
+
+    labels = table.labels(queries[0].by_file)
+    tokens = bm25s.tokenize(table.texts, stopwords="en", show_progress=False)
+    index = bm25s.BM25()
+    index.index(tokens, show_progress=False)
+    vocabulary = set(tokens.vocab)
+    rankings = []
+    for query in queries:
+        t = time.perf_counter()
+        words = [w for w in bm25s.tokenize(query.question, stopwords="en", return_ids=False, show_progress=False)[0] if w in vocabulary]
+        found: list[str] = []
+        if words:  # a question with no indexed word matches nothing
+            scores = np.asarray(index.get_scores(words))
+            order = np.argsort(-scores, kind="stable")
+            found = distinct_documents(order[scores[order] > 0], labels, depth)
+        search_ms = (time.perf_counter() - t) * 1000
+        rankings.append(Ranking(found, search_ms, search_ms))
+    return rankings
+
+
+def run_baselines(
+    store: SurrealStore, embedder: Embedder, queries: Sequence[EvalQuery], ks: Sequence[int], names: Sequence[str] = tuple(BASELINES),
+) -> tuple[dict[str, ModeReport], dict[str, str]]:
+    """The chosen baselines (``numpy``, ``bm25``) scored as the modes are; a baseline that cannot run
+    gets a note saying why instead of figures."""
+    if not names:
+        return {}, {}
+    table = ChunkTable.read(store)
+    depth = max(ks)
+    runners: dict[str, Callable[[], list[Ranking]]] = {
+        "numpy": lambda: cosine_rankings(table, embedder, queries, depth),
+        "bm25": lambda: bm25_rankings(table, queries, depth),
+    }
+    reports, notes = {}, {}
+    for name in names:
+        if not table.chunks:
+            notes[BASELINES[name]] = "the store holds no chunks"
+            continue
+        try:
+            reports[BASELINES[name]] = score(queries, runners[name](), ks)
+        except ImportError as exc:
+            notes[BASELINES[name]] = f"{exc.name or exc} is not installed: pip install 'surreal-kgrag[eval]'"
+    return reports, notes
