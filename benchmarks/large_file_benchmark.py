@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import _thread
 import argparse
+import resource
 import tempfile
 import threading
 import time
@@ -48,7 +49,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megabytes", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=180, help="interrupt the ingest after this long")
-    parser.add_argument("--part-chars", type=int, default=200_000, help="IngestConfig.max_document_chars: the size of a part")
+    parser.add_argument(
+        "--part-chars", type=int, default=IngestConfig().max_document_chars, help="IngestConfig.max_document_chars: the size of a part"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "large.txt"
@@ -71,7 +74,12 @@ def main() -> None:
             except IngestInterrupted as interrupted:
                 summary = interrupted.summary
         done.set()
-        late = [rss for t, rss in samples if t > args.seconds / 3]
+        late = [rss for t, rss in samples if t > args.seconds / 3] or [rss for _, rss in samples]
+        with SurrealStore(f"surrealkv://{folder}/kg") as store:
+            stored = sum(row["reach"] for row in store.query("chunk_extents")[-1])
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        per_mb = summary.seconds / max(stored / 1e6, 1e-9)
+        print(f"{stored / 1e6:.1f} MB of text stored (chunks reach) in {summary.seconds:.0f} s: {per_mb:.0f} s/MB; peak RSS {peak:.0f} MB")
         print(
             f"{summary.added} parts of {args.megabytes} MB written ({summary.chunks} chunks) in {summary.seconds:.0f} s; "
             f"peak RSS {max(rss for _, rss in samples):.0f} MB; RSS over the last two thirds "
