@@ -37,7 +37,7 @@ from .models import IngestSummary, LoadFailure, SourceDocument
 from .rerank import MMRReranker
 from .retrieval import ChunkRetriever, Scope
 from .retrieval import plan as plans
-from .retrieval.filters import FilterError
+from .retrieval.filters import FilterError, check_filter_size
 from .retrieval.plan import Plan, Query
 from .wire import without_nulls
 
@@ -92,6 +92,7 @@ def metadata_filter(spec: Mapping[str, Any] | None) -> dict[str, Any] | None:
         return None
     if not isinstance(spec, Mapping):
         raise FilterError(f"a filter is a dict of metadata conditions, got {spec!r}")
+    check_filter_size(spec)  # before the walk below recurses
 
     def key(name: Any) -> Any:
         if not isinstance(name, str) or name.startswith(("$", "metadata.")):
