@@ -8,6 +8,7 @@ import json
 import resource
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from store_rows import one_chunk_document
@@ -21,7 +22,7 @@ DOCUMENTS = 300
 
 
 def main(path: str) -> None:
-    statements = json.loads(open(path, encoding="utf-8").read())
+    statements = json.loads(Path(path).read_text(encoding="utf-8"))
     store = SurrealStore("mem://")
     ensure_schema(store, dimension=4, embedder="fuzz")
     rng = np.random.default_rng(0)
