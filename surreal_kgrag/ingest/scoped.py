@@ -21,7 +21,7 @@ from surrealdb import RecordID
 
 from ..models import LoadFailure, SourceDocument
 from ..retrieval.scope import Scope
-from ..store import SurrealStore
+from ..db import SurrealStore
 
 
 def labelled(doc: SourceDocument, scope: Scope) -> SourceDocument | LoadFailure:

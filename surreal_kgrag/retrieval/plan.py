@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..db import SurrealStore
+from ..db.loops import gather_or_cancel
 from ..errors import ConfigurationError, KGRagError
-from ..loops import gather_or_cancel
 from ..surql import CompiledFilter
 
 T = TypeVar("T")
