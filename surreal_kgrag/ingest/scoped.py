@@ -19,9 +19,9 @@ from typing import Any
 
 from surrealdb import RecordID
 
+from ..db import SurrealStore
 from ..models import LoadFailure, SourceDocument
 from ..retrieval.scope import Scope
-from ..db import SurrealStore
 
 
 def labelled(doc: SourceDocument, scope: Scope) -> SourceDocument | LoadFailure:
