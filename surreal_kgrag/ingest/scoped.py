@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from surrealdb import RecordID
-
 from ..db import SurrealStore
+from ..db.sdk import RecordID
 from ..models import LoadFailure, SourceDocument
 from ..retrieval.scope import Scope
 
