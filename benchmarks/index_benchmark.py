@@ -29,6 +29,7 @@ from surreal_kgrag.indexes import IndexSettings
 from surreal_kgrag.ingest import IngestConfig
 from surreal_kgrag.schema import ensure_schema, read_meta
 from surreal_kgrag.store import SurrealStore
+from surreal_kgrag.surql import NO_FILTER
 
 GROUP = 16  # documents per write transaction, as the ingest writes them
 VECTOR_MIN_CHUNKS = IngestConfig().concept_vector_min_chunks
@@ -81,7 +82,7 @@ def load(store: SurrealStore, rows: list[dict[str, Any]], settings: IndexSetting
             "texts": [x for row in group for x in row["texts"]],
             "edges": [e for row in group for e in row["edges"]],
             "vector_min_chunks": VECTOR_MIN_CHUNKS,
-        })
+        }, scope=NO_FILTER)
         vectors["chunks"] += sum(len(row["chunks"]) for row in group)
         vectors["concepts"] += sum(1 for c, row in concepts.items() if c not in seen and "embedding" in row)
         seen.update(concepts)

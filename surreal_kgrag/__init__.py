@@ -9,6 +9,7 @@ from .errors import (
     ModelNotAvailableError,
     QueryExecutionError,
     SchemaMismatchError,
+    ScopeError,
     StoreConnectionError,
     StoreLockedError,
 )
@@ -80,6 +81,7 @@ __all__ = [
     "RetrieverConfig",
     "SchemaMismatchError",
     "Scope",
+    "ScopeError",
     "SentenceChunker",
     "SourceDocument",
     "StoreConfig",

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from .db import DEFAULT_URL, StoreConfig, SurrealStore
 from .errors import KGRagError, StoreNotFoundError
+from .retrieval.filters import MAX_FILTER_DEPTH
 from .retrieval.options import access_labels
 
 MODES = ["chunk", "concept", "hybrid", "graph"]
@@ -166,6 +167,8 @@ def _filters(args: argparse.Namespace) -> dict[str, Any] | None:
         return None
     try:
         spec = json.loads(args.filter)
+    except RecursionError:
+        raise KGRagError(f"--filter is nested too deeply: a filter nests at most {MAX_FILTER_DEPTH} levels") from None
     except json.JSONDecodeError as exc:
         raise KGRagError(f"--filter must be a JSON object, e.g. '{{\"metadata.year\": {{\"$gte\": 2000}}}}' ({exc})") from exc
     if not isinstance(spec, dict):

@@ -38,3 +38,8 @@ class ModelNotAvailableError(KGRagError):
 class StoreNotFoundError(StoreConnectionError):
     """An embedded store path holds no store (and the caller asked not to create one), or is not a
     folder a store can live in."""
+
+
+class ScopeError(ConfigurationError, PermissionError):
+    """A scoped caller asked to write outside its scope: labels it does not hold, or a document
+    it cannot read."""

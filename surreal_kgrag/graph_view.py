@@ -98,8 +98,11 @@ def graph_data(result: RetrievalResult) -> GraphData:
 def render_graph(result: RetrievalResult | GraphData, *, title: str | None = None) -> str:
     """The page as a string (UTF-8 HTML, nothing loaded from elsewhere)."""
     data = result if isinstance(result, GraphData) else graph_data(result)
-    # Inside <script type="application/json">, only "</" could end the element early.
-    payload = json.dumps(data.model_dump(mode="json"), ensure_ascii=False).replace("</", "<\\/")
+    # Inside <script type="application/json">, "</script" ends the element and "<!--" starts the
+    # script-data escape state (a later "<script" then keeps the element open to the end of the page):
+    # no "<", ">" or "&" reaches the page as itself; JSON reads the escapes back as the characters.
+    payload = json.dumps(data.model_dump(mode="json"), ensure_ascii=False)
+    payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     heading = html.escape(title or f"surreal-kgrag: {data.query}")
     values = {"title": heading, "data": payload}
     return re.sub(r"\{\{(title|data)\}\}", lambda m: values[m.group(1)], PAGE)  # one pass: no value is read as a marker

@@ -11,7 +11,7 @@ from typing import Any
 
 from .db import SurrealStore
 from .ingest import IngestConfig, Ingestor
-from .retrieval import BaseRetriever, make_retriever
+from .retrieval import BaseRetriever, Scope, make_retriever
 
 
 class LazyRetriever:
@@ -63,10 +63,13 @@ class LazyRetriever:
                 self._owns_store = True
             return self._retriever
 
-    def ingestor(self, extractor: Any = None, config: IngestConfig | None = None) -> Ingestor:
-        """An ``Ingestor`` on the retriever's store with the retriever's embedder."""
+    def ingestor(self, extractor: Any = None, config: IngestConfig | None = None, scope: Scope | None = None) -> Ingestor:
+        """An ``Ingestor`` on the retriever's store with the retriever's embedder, writing within
+        the retriever's scope narrowed by ``scope`` (a scoped writer: see ``surreal_kgrag.ingest.scoped``)."""
         retriever = self.retriever
-        return Ingestor(retriever.store, embedder=retriever.embedder, extractor=extractor, config=config)
+        return Ingestor(
+            retriever.store, embedder=retriever.embedder, extractor=extractor, config=config, scope=retriever.scope.narrow(scope)
+        )
 
     def close(self) -> None:
         retriever = self._release()

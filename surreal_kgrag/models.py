@@ -52,9 +52,9 @@ class SourceDocument(BaseModel):
     @property
     def content_hash(self) -> str:
         """Hash of everything that ends up stored (but ``UNHASHED_METADATA``), so a change to any of it
-        triggers a re-ingest."""
+        triggers a re-ingest (the source too: a record that moves to another file is written again)."""
         digest = hashlib.sha256()
-        for part in (self.text, self.title or "", self.content_type, repr(sorted(self.access))):
+        for part in (self.text, self.title or "", self.source, self.content_type, repr(sorted(self.access))):
             digest.update(part.encode("utf-8", "surrogatepass"))
             digest.update(b"\x00")
         hashed = {k: v for k, v in self.metadata.items() if k not in UNHASHED_METADATA}

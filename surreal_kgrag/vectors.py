@@ -16,8 +16,10 @@ so every retrieval mode works on it), with ``IngestConfig.keep_text`` so it read
 Filters use the core language (:mod:`surreal_kgrag.retrieval.filters`) with every bare key meaning
 a metadata key (:func:`metadata_filter`): ``{"id": 1}`` is ``metadata.id``, as vector-store users
 expect. Everything reads within the store's :class:`Scope`; writes carry ``labels`` (default: the
-scope's labels, so a scoped store can read what it writes) and a scoped store deletes only what it
-can read. Every operation is a plan (:mod:`surreal_kgrag.retrieval.plan`) with a sync and an async runner.
+scope's labels, so a scoped store can read what it writes; other labels are a :class:`ScopeError`),
+and a scoped store replaces and deletes only what it can read: adding an id that exists outside its
+scope is a :class:`VectorWriteError` naming the id. Every operation is a plan
+(:mod:`surreal_kgrag.retrieval.plan`) with a sync and an async runner.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .db import SurrealStore, checked_int
-from .errors import ConfigurationError, KGRagError
+from .errors import ConfigurationError, KGRagError, ScopeError
 from .extract import ConceptExtractor
 from .ids import document_id
 from .ingest import IngestConfig, Ingestor
@@ -37,7 +39,7 @@ from .models import IngestSummary, LoadFailure, SourceDocument
 from .rerank import MMRReranker
 from .retrieval import ChunkRetriever, Scope
 from .retrieval import plan as plans
-from .retrieval.filters import FilterError
+from .retrieval.filters import FilterError, check_filter_size
 from .retrieval.plan import Plan, Query
 from .wire import without_nulls
 
@@ -92,6 +94,7 @@ def metadata_filter(spec: Mapping[str, Any] | None) -> dict[str, Any] | None:
         return None
     if not isinstance(spec, Mapping):
         raise FilterError(f"a filter is a dict of metadata conditions, got {spec!r}")
+    check_filter_size(spec)  # before the walk below recurses
 
     def key(name: Any) -> Any:
         if not isinstance(name, str) or name.startswith(("$", "metadata.")):
@@ -138,9 +141,15 @@ class TextStore:
         self.store = store
         self.scope = Scope.of(scope).narrow(Scope(record_user=bool(store.config.access)))
         self.labels = list(labels) if labels is not None else list(self.scope.access or ())
+        if self.scope.access is not None and not set(self.labels) <= set(self.scope.access):
+            outside = sorted(set(self.labels) - set(self.scope.access))
+            raise ScopeError(
+                f"labels {outside} are outside this store's access labels {sorted(self.scope.access)}: "
+                "a scoped store writes only under its own labels"
+            )
         self.source = source
         config = (config or IngestConfig(show_progress=False)).model_copy(update={"keep_text": True})
-        self.ingestor = Ingestor(store, embedder=embedder, extractor=extractor, config=config)
+        self.ingestor = Ingestor(store, embedder=embedder, extractor=extractor, config=config, scope=self.scope)
         self.embedder = self.ingestor.embedder
         self._ready = False
 

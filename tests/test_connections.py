@@ -17,6 +17,7 @@ from ws_bridge import SurrealWebSocketBridge
 from surreal_kgrag.indexes import IndexSettings
 from surreal_kgrag.schema import aensure_schema, ensure_schema
 from surreal_kgrag.store import SurrealStore
+from surreal_kgrag.surql import NO_FILTER
 
 DIM = 16
 
@@ -55,7 +56,7 @@ async def test_async_calls_never_block_the_running_loop(tmp_path):
     store = SurrealStore(url)
     await aensure_schema(store, dimension=DIM, embedder="e")  # opens the file: in a worker thread
     for i, vector in enumerate(vectors):
-        await store.aquery("write_documents", one_chunk_document(i, vector))
+        await store.aquery("write_documents", one_chunk_document(i, vector), scope=NO_FILTER)
     started = time.perf_counter()
     report = await store.aafter_bulk_write(chunks=len(vectors), settings=IndexSettings(rebuild_min_pending=1))
     rebuild = time.perf_counter() - started
@@ -84,7 +85,7 @@ def test_one_store_serves_many_threads_at_once(tmp_path):
         ensure_schema(store, dimension=DIM, embedder="e")
 
         def work(i: int) -> int:
-            store.query("write_documents", one_chunk_document(i, vectors[i]))
+            store.query("write_documents", one_chunk_document(i, vectors[i]), scope=NO_FILTER)
             if i % 2:
                 asyncio.run(store.aquery("document_hashes", {"ids": [RecordID("document", f"d{i}")]}))
             return len(store.query("document_hashes", {"ids": [RecordID("document", f"d{i}")]})[-1])
@@ -132,7 +133,7 @@ def test_remote_sync_and_async_connections_are_all_closed_by_close(bridge):
 def test_a_store_over_a_server_connection_runs_the_schema_and_leaves_maintenance_to_the_server(bridge):
     with SurrealStore(bridge.url, namespace="t", database="s") as store:
         ensure_schema(store, dimension=DIM, embedder="e")
-        store.query("write_documents", one_chunk_document(0, np.ones(DIM, dtype=np.float32)))
+        store.query("write_documents", one_chunk_document(0, np.ones(DIM, dtype=np.float32)), scope=NO_FILTER)
         assert store.query("stats")[0]["chunks"] == 1
         report = store.after_bulk_write(chunks=10_000)
         assert report.rebuilt == [] and "server" in (report.note or "")

@@ -105,3 +105,46 @@ def test_keys_and_values_never_become_query_text():
     compiled = compile_filter({"x`) OR true; --": {"$gt": "'; REMOVE TABLE chunk"}, "größe": None})
     assert "REMOVE" not in compiled.condition and "x`" not in compiled.condition and "größe" not in compiled.condition
     assert "x`) OR true; --" in compiled.params.values() and "größe" in compiled.params.values()
+
+
+def _nested(depth: int) -> dict:
+    spec: dict = {"year": 2001}
+    for _ in range(depth):
+        spec = {"$not": spec}
+    return spec
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem"),
+    [
+        (_nested(1000), "nested more than 12 levels"),
+        ({"$or": [{f"key{i}": i} for i in range(10_000)]}, "more than 1,000 keys and list items"),
+        ({"year": {"$in": list(range(5_000))}}, "more than 1,000 keys and list items"),
+    ],
+)
+def test_filter_depth_and_size_are_filter_errors(search, spec, problem):
+    from surreal_kgrag.retrieval import Scope
+    from surreal_kgrag.vectors import metadata_filter
+
+    for attempt in (compile_filter, metadata_filter, lambda s: Scope(filters=s), lambda s: search(s)):
+        with pytest.raises(FilterError, match=problem):
+            attempt(spec)
+    assert search(_nested(11)) == {"b", "c", "d"}  # 11 $not around one condition: 12 levels, the most allowed
+    assert search({"$or": [{"year": 1999}, *({f"k{i}": i} for i in range(498))]}) == {"c"}  # 997 items: allowed
+
+
+def test_a_deep_filter_is_a_clear_error_for_the_cli_and_the_tools(search, capsys, minilm):
+    import json
+
+    from surreal_kgrag.cli import main
+    from surreal_kgrag.tools import ToolDispatcher
+
+    deep = '{"$not": ' * 5_000 + '{"year": 2001}' + "}" * 5_000
+    assert main(["query", "archive", "--db", "mem://", "--filter", deep]) != 0
+    captured = capsys.readouterr()
+    assert "nested too deeply" in captured.err and "Traceback" not in captured.err
+    tools = ToolDispatcher(search.retriever.store, embedder=minilm)
+    error = json.loads(tools.call("search_chunks", '{"query": "archive", "filters": ' + deep + "}"))["error"]
+    assert error["type"] == "invalid_arguments" and "nested too deeply" in error["message"]
+    error = json.loads(tools.call("search_chunks", {"query": "archive", "filters": _nested(200)}))["error"]
+    assert error["type"] == "invalid_arguments" and "nested more than 12 levels" in error["message"], error

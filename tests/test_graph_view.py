@@ -137,3 +137,18 @@ def test_cli_query_writes_the_graph(tmp_path, minilm, spacy_extractor, capsys):
     page = out.read_text(encoding="utf-8")
     data = json.loads(page.split('id="graph-data">', 1)[1].split("</script>", 1)[0])
     assert data["mode"] == "concept" and len([n for n in data["nodes"] if n["kind"] == "document"]) == 2
+
+
+def test_markup_in_chunk_text_cannot_open_an_escape_in_the_data_block():
+    # "<!--<script>" inside a <script> element starts the double-escaped state: the data block's
+    # "</script>" no longer closes it, the layout script never runs and nothing is drawn.
+    hostile = "before <!--<script> after & <b>bold</b> -->"
+    doc = RetrievedDocument(
+        id="d", title=hostile, source="s", metadata={}, score=0.5,
+        chunks=[ChunkHit(id="d::0", index=0, content=hostile, score=0.5)],
+    )
+    page = render_graph(RetrievalResult(query="q", mode="chunk", documents=[doc]))
+    payload = page.split('id="graph-data">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in payload and ">" not in payload and "&" not in payload
+    nodes = json.loads(payload)["nodes"]  # the escapes read back as the text itself
+    assert any(hostile in (node["label"], node["detail"]) for node in nodes)

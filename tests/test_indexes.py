@@ -13,6 +13,7 @@ from surreal_kgrag import surql
 from surreal_kgrag.indexes import IndexSettings, IndexState
 from surreal_kgrag.schema import ensure_schema
 from surreal_kgrag.store import SurrealStore
+from surreal_kgrag.surql import NO_FILTER
 
 DIM = 16
 
@@ -24,7 +25,7 @@ def _vectors(n: int, seed: int) -> np.ndarray:
 def _write(store: SurrealStore, vectors: np.ndarray, start: int = 0) -> None:
     """One single-chunk document per vector, through the real write transaction."""
     for i, vector in enumerate(vectors, start):
-        store.query("write_documents", one_chunk_document(i, vector))
+        store.query("write_documents", one_chunk_document(i, vector), scope=NO_FILTER)
 
 
 def _nearest(store: SurrealStore, vector: np.ndarray, k: int = 5) -> list[str]:

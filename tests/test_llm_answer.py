@@ -256,3 +256,15 @@ async def test_the_llama_index_query_engine(retriever, server):
     assert "Marie Curie was born in Warsaw." in cited[0].node.get_content()
     assert cited[0].node.ref_doc_id == response.metadata["answer"].citations[0].document_id
     assert (await engine.aquery(QUESTION)).response == "In Warsaw."
+
+
+def test_an_answer_sentence_no_citation_supports_is_dropped(retriever, server):
+    # One true sentence, one the citation does not support: only the supported one is returned.
+    server.responder = citing("Marie Curie was born in Warsaw. She later moved to Berlin in 1891.", "Marie Curie was born in Warsaw")
+    result = answer(QUESTION, retriever, llm(server))
+    assert result.answered and result.answer == "Marie Curie was born in Warsaw." and result.dropped_sentences == 1
+    # Nothing the citation says: the citation holds, the answer does not.
+    server.responder = citing("The Eiffel Tower stands in Berlin.", "Marie Curie was born in Warsaw")
+    result = answer(QUESTION, retriever, llm(server))
+    assert not result.answered and result.answer == CANNOT_ANSWER and result.dropped_sentences == 1
+    assert len(result.citations) == 0 and result.dropped_citations == 0

@@ -11,6 +11,7 @@ from surreal_kgrag import Ingestor, surql
 from surreal_kgrag.errors import QueryExecutionError, SchemaMismatchError
 from surreal_kgrag.schema import SCHEMA_VERSION, IndexSettings, ensure_schema
 from surreal_kgrag.store import SurrealStore
+from surreal_kgrag.surql import NO_FILTER
 
 
 def _definitions(store: SurrealStore) -> dict:
@@ -55,14 +56,14 @@ def test_relation_pair_is_unique_and_embedding_dimension_enforced():
         params = {"doc_ids": [doc["id"]], "documents": [doc], "concepts": [concept],
                   "chunks": [chunk], "texts": [text], "edges": [edge, dict(edge)]}
         with pytest.raises(QueryExecutionError, match="write_documents"):
-            store.query("write_documents", params)  # the same pair twice violates the unique index
+            store.query("write_documents", params, scope=NO_FILTER)  # the same pair twice violates the unique index
         assert store.query("stats")[0]["documents"] == 0  # and the transaction left nothing behind
         params["edges"] = [edge]
         params["chunks"] = [dict(chunk, embedding=[1.0, 0.0, 0.0])]
         with pytest.raises(QueryExecutionError):
-            store.query("write_documents", params)  # wrong vector length
+            store.query("write_documents", params, scope=NO_FILTER)  # wrong vector length
         params["chunks"] = [chunk]
-        store.query("write_documents", params)
+        store.query("write_documents", params, scope=NO_FILTER)
         assert store.query("stats")[0] == {
             "documents": 1, "chunks": 1, "searchable_chunks": 1, "concepts": 1, "mentions": 1, "shared_concepts": 0
         }

@@ -139,3 +139,15 @@ def test_an_embedded_file_serves_one_user_per_process(url):
         admin.query("stats")
         with reader_store(url, "alice") as store, pytest.raises(ConfigurationError, match="another user"):
             store.query("stats")
+
+
+def test_a_reader_sees_index_names_but_no_store_wide_counts(url, minilm):
+    with SurrealStore(url) as admin:
+        admin.optimize(force=True)  # records kg_meta:indexes with its row counts
+        stored = admin.query("index_state")[-1]
+    assert stored["chunk"]["indexed"] > 0
+    (indexes,) = asyncio.run(_raw(url, "alice", "SELECT * FROM kg_meta:indexes;"))
+    for key in ("chunk", "concept", "text"):
+        assert indexes[0][key] == {"generation": stored[key]["generation"]}  # the live index, no volume
+    with reader_store(url, "alice") as store:  # the reader's searches still find the live indexes
+        assert make_retriever("chunk", store, embedder=minilm, k=2).search("Warsaw").documents

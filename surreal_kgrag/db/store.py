@@ -22,7 +22,8 @@ from ..surql import CompiledFilter
 from . import maintenance
 from .catalog import PLACEHOLDERS, IndexReport, IndexSettings, IndexState, Lease
 from .config import StoreConfig, check_embedded_path
-from .connection import Connection, EmbeddedConnection, RemoteConnection, run_sync
+from .connection import Connection, EmbeddedConnection, RemoteConnection
+from .loops import gather_or_cancel, run_sync
 
 # One query of a batch: the surql file name, its bound params, its {{placeholder}} values.
 QueryStep = tuple[str, Mapping[str, Any] | None, Mapping[str, Any]]
@@ -194,7 +195,7 @@ class SurrealStore:
             await asyncio.sleep(0.02)
         try:
             jobs = [(name, _render(t, lease, ph), dict(params or {})) for (name, params, ph), t in zip(steps, templates)]
-            return list(await asyncio.gather(*(_arun_retrying(connection, job, t) for job, t in zip(jobs, templates))))
+            return await gather_or_cancel([_arun_retrying(connection, job, t) for job, t in zip(jobs, templates)])
         finally:
             connection.catalog.leave(lease)
 

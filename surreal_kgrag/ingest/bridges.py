@@ -26,6 +26,7 @@ from ..db import SurrealStore
 from ..db.sdk import RecordID
 from ..ids import concept_id, document_id
 from ..models import ConceptMention
+from ..surql import NO_FILTER, CompiledFilter
 from .records import PreparedDocument
 
 #: Chunks a reverse search reads per name: a name in more chunks than this links little.
@@ -33,9 +34,9 @@ REVERSE_LIMIT = 50
 BRIDGE_KIND = "phrase"
 
 
-def link(store: SurrealStore, group: list[PreparedDocument]) -> list[dict[str, Any]]:
+def link(store: SurrealStore, group: list[PreparedDocument], scope: CompiledFilter = NO_FILTER) -> list[dict[str, Any]]:
     """Add forward bridges to the group's chunks (their edges and concepts) and return the reverse
-    bridge edges from stored chunks to the group's new titles and aliases."""
+    bridge edges from stored chunks inside ``scope`` to the group's new titles and aliases."""
     own = {name for item in group for name in item.own_names}
     candidates = {span.name for item in group for chunk in item.phrases for span in chunk}
     if not candidates and not own:
@@ -48,7 +49,7 @@ def link(store: SurrealStore, group: list[PreparedDocument]) -> list[dict[str, A
     fresh = sorted(own - stored_titles)
     if not fresh:
         return []
-    return _reverse(store, group, fresh)
+    return _reverse(store, group, fresh, scope)
 
 
 def _forward(item: PreparedDocument, titles: set[str]) -> None:
@@ -66,14 +67,15 @@ def _forward(item: PreparedDocument, titles: set[str]) -> None:
             item.edges.append({"in": chunk["id"], "out": concept_id(span.name), "doc": chunk["doc"], "count": 1, "own": False})
 
 
-def _reverse(store: SurrealStore, group: list[PreparedDocument], fresh: list[str]) -> list[dict[str, Any]]:
+def _reverse(store: SurrealStore, group: list[PreparedDocument], fresh: list[str], scope: CompiledFilter) -> list[dict[str, Any]]:
     display = {name: item.concepts[name].display for item in group for name in item.own_names}
     params = {
         "names": [{"id": concept_id(name), "text": display[name]} for name in fresh],
         "doc_ids": [document_id(item.doc.key) for item in group],
         "limit": REVERSE_LIMIT,
+        **scope.params,
     }
-    found = store.query("title_mentions", params)[-1]
+    found = store.query("title_mentions", params, scope=scope)[-1]
     edges = []
     for entry in found:
         name = str(entry["name"].id)

@@ -9,27 +9,29 @@ from ..db import SurrealStore
 from ..db.sdk import RecordID
 from ..ids import document_id
 from ..models import SourceDocument
+from ..retrieval.scope import UNRESTRICTED, Scope
 from ..schema import read_meta
+from .scoped import avisible, visible
 
 
-def delete_documents(store: SurrealStore, keys: Iterable[str]) -> int:
+def delete_documents(store: SurrealStore, keys: Iterable[str], scope: Scope = UNRESTRICTED) -> int:
     """Delete documents by key with their chunks and edges, and the concepts left unmentioned.
-    A text file stored in parts (``<path>#part-00001``, ...) is deleted by its path. Returns how
-    many documents existed."""
+    A text file stored in parts (``<path>#part-00001``, ...) is deleted by its path. Only the
+    documents ``scope`` can read are deleted. Returns how many documents existed and were deleted."""
     keys = list(keys)
     if not keys or read_meta(store) is None:
         return 0
     parts = [row["id"] for row in store.query("document_parts", {"sources": keys})[-1]]
-    return delete_records(store, [*(document_id(k) for k in keys), *parts])
+    return delete_records(store, visible(store, _distinct([*(document_id(k) for k in keys), *parts]), scope))
 
 
-async def adelete_documents(store: SurrealStore, keys: Iterable[str]) -> int:
+async def adelete_documents(store: SurrealStore, keys: Iterable[str], scope: Scope = UNRESTRICTED) -> int:
     keys = list(keys)
     if not keys or not (await store.aquery("store_meta"))[-1]:
         return 0
     parts = [row["id"] for row in (await store.aquery("document_parts", {"sources": keys}))[-1]]
-    ids = _distinct([*(document_id(k) for k in keys), *parts])
-    return int((await store.aquery("delete_documents", {"doc_ids": ids}))[-1] or 0)
+    ids = await avisible(store, _distinct([*(document_id(k) for k in keys), *parts]), scope)
+    return int((await store.aquery("delete_documents", {"doc_ids": ids}))[-1] or 0) if ids else 0
 
 
 def delete_records(store: SurrealStore, ids: list[RecordID]) -> int:
@@ -39,10 +41,10 @@ def delete_records(store: SurrealStore, ids: list[RecordID]) -> int:
     return int(store.query("delete_documents", {"doc_ids": _distinct(ids)})[-1] or 0)
 
 
-def stale_parts(store: SurrealStore, docs: list[SourceDocument]) -> list[RecordID]:
+def stale_parts(store: SurrealStore, docs: list[SourceDocument], scope: Scope = UNRESTRICTED) -> list[RecordID]:
     """Stored documents of the same files as ``docs`` that the files no longer produce: the parts
     past a shorter file's end, the whole-file document of a file now read in parts, or the parts of
-    a file now read whole."""
+    a file now read whole; only those ``scope`` can read."""
     expected: dict[str, set[str]] = {}
     for doc in docs:
         parts = doc.metadata.get("parts")
@@ -53,7 +55,7 @@ def stale_parts(store: SurrealStore, docs: list[SourceDocument]) -> list[RecordI
     if not expected:
         return []
     rows: list[dict[str, Any]] = store.query("document_parts", {"sources": list(expected)})[-1]
-    return [row["id"] for row in rows if row["id"].id not in expected.get(row["source"], set())]
+    return visible(store, [row["id"] for row in rows if row["id"].id not in expected.get(row["source"], set())], scope)
 
 
 def _distinct(ids: list[RecordID]) -> list[RecordID]:

@@ -34,6 +34,7 @@ from ..extract import ConceptExtractor, MetadataConceptExtractor, resolve_extrac
 from ..ids import document_id
 from ..loaders import find_unstorable, from_text, iter_sources
 from ..models import IngestSummary, LLMIngestStats, LoadFailure, SourceDocument
+from ..retrieval.scope import Scope
 from ..schema import ensure_schema
 from ..sections import split_document
 from .concepts import embed_many, embed_queued_concepts
@@ -41,6 +42,7 @@ from .config import IngestConfig
 from .delete import adelete_documents, delete_documents, delete_records, stale_parts
 from .records import DocumentWork, PreparedDocument, in_context, prepare
 from .relations import GraphExtractor, extract_graphs
+from .scoped import labelled
 from .stages import StageLine
 from .writer import Writer
 
@@ -75,6 +77,9 @@ class _Batch:
 class Ingestor:
     """Writes documents into a knowledge-graph store.
 
+    ``scope`` makes it a scoped writer (:mod:`.scoped`): documents go in under the scope's labels,
+    and only documents the scope can read are replaced or deleted.
+
     >>> ingestor = Ingestor(SurrealStore("mem://"))
     >>> summary = ingestor.ingest(["docs/", "notes.md"])
     """
@@ -86,8 +91,11 @@ class Ingestor:
         embedder: Embedder | Any = None,
         extractor: ConceptExtractor | Any = None,
         config: IngestConfig | None = None,
+        scope: Scope | None = None,
     ) -> None:
         self.store = store
+        # A record user's writes are its labels' too (the database refuses them anyway: readers cannot write).
+        self.scope = Scope.of(scope).narrow(Scope(record_user=bool(store.config.access)))
         self.embedder = resolve_embedder(embedder)
         self.extractor = resolve_extractor(extractor)
         self.config = config or IngestConfig()
@@ -113,7 +121,7 @@ class Ingestor:
 
     def delete(self, keys: Iterable[str]) -> int:
         """Delete documents by key with their chunks and edges; returns how many existed."""
-        return delete_documents(self.store, keys)
+        return delete_documents(self.store, keys, self.scope)
 
     async def aingest(self, inputs: Iterable[Any] | str | os.PathLike[str], **loader_options: Any) -> IngestSummary:
         """Async ``ingest``: the same pipeline, its threads off the event loop. Cancelling the task
@@ -131,7 +139,7 @@ class Ingestor:
         return await _run_async(_Run(self, _texts_as_documents(texts, metadatas, ids, titles)))
 
     async def adelete(self, keys: Iterable[str]) -> int:
-        return await adelete_documents(self.store, keys)
+        return await adelete_documents(self.store, keys, self.scope)
 
     # -- hooks -----------------------------------------------------------------------------------
 
@@ -201,6 +209,7 @@ class _Run:
             group_size=self.config.group_size,
             group_chunks=self.config.group_chunks,
             vector_min_chunks=self.config.concept_vector_min_chunks,
+            scope=self.ingestor.scope.compile(),
             on_written=self._written,
         )
         try:
@@ -276,6 +285,9 @@ class _Run:
                 item = next(iterator, None)
             if item is not None:
                 problem = item if isinstance(item, LoadFailure) else _check(item, cfg.max_document_chars)
+                if problem is None and isinstance(item, SourceDocument):
+                    item = labelled(item, self.ingestor.scope)
+                    problem = item if isinstance(item, LoadFailure) else None
                 if problem is not None or not isinstance(item, SourceDocument):
                     failures.append(problem or LoadFailure(source="?", reason="not a document"))
                     continue
@@ -294,7 +306,7 @@ class _Run:
         docs = _last_per_key(docs)
         with self._timed("load"):
             changed, skipped, existing = self._changed(docs)
-            stale = stale_parts(self.ingestor.store, docs)
+            stale = stale_parts(self.ingestor.store, docs, self.ingestor.scope)
         batch = _Batch(failures=list(failures), skipped=skipped, stale=stale)
         for doc in changed:
             with self._timed("chunk"):

@@ -11,11 +11,14 @@ from collections.abc import Callable
 from ..db import SurrealStore
 from ..errors import QueryExecutionError
 from ..models import ConceptMention, IngestSummary, LoadFailure
+from ..surql import NO_FILTER, CompiledFilter
 from .bridges import link
 from .concepts import concept_record
 from .records import PreparedDocument, groups
 
 ATTEMPTS = 4
+#: How write_documents.surql's refusals of a scoped writer begin.
+SCOPE_REFUSAL = "outside the caller's scope: "
 
 
 class Writer:
@@ -29,6 +32,7 @@ class Writer:
         group_size: int,
         group_chunks: int,
         vector_min_chunks: int,
+        scope: CompiledFilter = NO_FILTER,
         on_written: Callable[[int, int], None] = lambda docs, chunks: None,
     ) -> None:
         self.store = store
@@ -36,6 +40,7 @@ class Writer:
         self.group_size = group_size
         self.group_chunks = group_chunks
         self.vector_min_chunks = vector_min_chunks
+        self.scope = scope
         self.on_written = on_written
         self.relations_written = 0
 
@@ -66,12 +71,15 @@ class Writer:
                 self._write_group([item])
             return
         item = group[0]
-        self.summary.failures.append(LoadFailure(source=item.doc.source, reason=f"write failed: {error}"))
+        message = str(error)
+        if SCOPE_REFUSAL in message:  # write_documents.surql's own words, without the engine's wrapping
+            message = SCOPE_REFUSAL + message.split(SCOPE_REFUSAL, 1)[1]
+        self.summary.failures.append(LoadFailure(source=item.doc.source, reason=f"write failed: {message}"))
         self.on_written(1, 0)
 
     def _write(self, group: list[PreparedDocument]) -> int:
         """One transaction; returns how many concepts it created."""
-        bridges = link(self.store, group)  # adds forward bridges to the group's edges and concepts
+        bridges = link(self.store, group, self.scope)  # adds forward bridges to the group's edges and concepts
         mentions: dict[str, ConceptMention] = {}
         for item in group:
             for name, mention in item.concepts.items():
@@ -97,7 +105,9 @@ class Writer:
                 "relations": [r for item in group for r in item.relations],
                 "bridges": bridges,
                 "vector_min_chunks": self.vector_min_chunks,
+                **self.scope.params,
             },
+            scope=self.scope,
         )[-1]
         return created
 

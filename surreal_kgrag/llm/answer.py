@@ -5,10 +5,17 @@ Each cited sentence is looked up, after whitespace normalisation, in the chunks 
 the model: first in the cited document's chunks, then in any other's (the citation is then filed
 under that document's title and counted as reattributed). A citation found nowhere is dropped and
 counted. With no citation left, the answer is the configured "cannot answer" text.
+
+Then the answer itself is checked sentence by sentence against the citations that held: a sentence
+is kept when every name and number in it (a capitalised word past its first, a word with a digit)
+occurs in the cited sentences, and at least ``min_sentence_support`` of its other words do. The
+other sentences are dropped and counted; with none kept, the answer is "cannot answer". This is a
+lexical check, not entailment: it catches an answer about something the citations never mention.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,6 +44,9 @@ class AnswerConfig(BaseModel):
     chunks_per_document: int = Field(3, ge=1, le=20, description="best chunks of each document shown to the model")
     max_passage_chars: int = Field(3000, ge=100, le=100_000, description="a longer chunk is cut (citations past the cut cannot be checked)")
     min_citation_chars: int = Field(12, ge=1, description="shorter citations are dropped: a few words occur anywhere")
+    min_sentence_support: float = Field(
+        0.6, ge=0.0, le=1.0, description="share of an answer sentence's plain words its citations must hold (names and numbers: all)"
+    )
     repair_attempts: int = Field(1, ge=0, le=3, description="times an invalid reply is sent back with the error")
     cannot_answer: str = CANNOT_ANSWER
     system_prompt: str = SYSTEM_PROMPT
@@ -67,6 +77,7 @@ class Answer(BaseModel):
     citations: list[Citation] = Field(description="every checked citation")
     dropped_citations: int = Field(description="citations that do not occur in the retrieved text, or are too short")
     reattributed_citations: int = Field(0, description="citations found in another retrieved document than the one named")
+    dropped_sentences: int = Field(0, description="sentences of the model's answer that no kept citation supports")
     retrieval: RetrievalResult
     usage: LLMUsage = Field(default_factory=LLMUsage)
 
@@ -127,6 +138,31 @@ def check_citations(reply: AnswerReply, passages: _Passages, config: AnswerConfi
     return kept, dropped, reattributed
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+_WORD = re.compile(r"\w+")
+_STOP_WORDS = frozenset(
+    """a an and are as at be been but by did do does for from had has have he her his how i in is it its
+    of on or she so than that the their them then there these they this to was we were what when where
+    which who why will with you""".split()
+)
+
+
+def supported_sentences(answer_text: str, citations: list[Citation], min_support: float) -> tuple[list[str], int]:
+    """The sentences of ``answer_text`` the citations support (see the module docs), and how many
+    were dropped."""
+    cited = {word.casefold() for citation in citations for word in _WORD.findall(citation.sentence)}
+    kept: list[str] = []
+    sentences = [s.strip() for s in _SENTENCE_END.split(answer_text.strip()) if s.strip()]
+    for sentence in sentences:
+        words = _WORD.findall(sentence)
+        facts = [w for i, w in enumerate(words) if any(c.isdigit() for c in w) or (i > 0 and w[0].isupper())]
+        plain = [w for w in words if w not in facts and w.casefold() not in _STOP_WORDS]
+        held = sum(w.casefold() in cited for w in plain)
+        if all(w.casefold() in cited for w in facts) and held >= min_support * len(plain) and (facts or plain):
+            kept.append(sentence)
+    return kept, len(sentences) - len(kept)
+
+
 def answer_plan(
     question: str, retriever: BaseRetriever, client: LLMClient, *, k: int | None, filters: Mapping[str, Any] | None, config: AnswerConfig
 ) -> Plan[Answer]:
@@ -165,19 +201,21 @@ def answer_plan(
                 {"role": "user", "content": f"That reply is not valid: {error}. Reply again with the JSON object only."},
             ]
     citations, dropped, reattributed = check_citations(parsed, passages, config)
-    if not parsed.answer.strip() or not citations:
-        return unanswered(dropped)
+    sentences, unsupported = supported_sentences(parsed.answer, citations, config.min_sentence_support)
+    if not sentences or not citations:
+        return unanswered(dropped).model_copy(update={"dropped_sentences": unsupported})
     supporting: dict[str, str] = {}
     for citation in citations:
         supporting.setdefault(citation.title, citation.sentence)
     return Answer(
         question=question,
-        answer=parsed.answer.strip(),
+        answer=" ".join(sentences),
         answered=True,
         supporting=supporting,
         citations=citations,
         dropped_citations=dropped,
         reattributed_citations=reattributed,
+        dropped_sentences=unsupported,
         retrieval=retrieval,
         usage=usage,
     )

@@ -3,7 +3,9 @@
 :func:`run_readonly_query` (and ``arun_readonly_query``):
 
 1. the guard (:func:`.guard.check_readonly`) accepts only one ``SELECT`` with nothing in it that
-   writes, defines, sleeps or reaches outside the database;
+   writes, defines, sleeps or reaches outside the database, and :func:`.bounds.check_bounded` only
+   one the engine can bound (row-limited LIMIT/START/KNN, no subquery, no table outside the graph;
+   a top-level LIMIT is added when there is none);
 2. the engine plans it with ``EXPLAIN`` (``surql/readonly_explain.surql``), which runs nothing: a
    statement that does not parse, or that the planner cannot read as a query, stops here;
 3. it runs with ``TIMEOUT`` appended (the engine stops it at the time limit) and its rows are
@@ -34,7 +36,8 @@ from ..db.sdk import RecordID
 from ..errors import QueryExecutionError
 from ..retrieval.plan import SEARCH, Call, Plan, Query, arun, run
 from ..retrieval.scope import Scope
-from .guard import MAX_CHARS, CheckedStatement, ReadonlyQueryError, check_readonly
+from .bounds import check_bounded
+from .guard import MAX_CHARS, CheckedStatement, ReadonlyQueryError
 
 
 class ReadonlyLimits(BaseModel):
@@ -63,7 +66,7 @@ def readonly_plan(
 ) -> Plan[ReadonlyQueryResult]:
     limits = limits or ReadonlyLimits()
     yield from scope_plan(store, Scope.of(scope, access=access, filters=filters))
-    checked = check_readonly(statement, max_chars=limits.max_chars)
+    checked = check_bounded(statement, max_rows=limits.rows, max_chars=limits.max_chars)
     explain = _render("readonly_explain", checked)
     started = time.perf_counter()
     results = yield _run(store, "readonly_explain", explain, "the database refused to plan the query", "engine_rejected")

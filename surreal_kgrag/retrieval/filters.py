@@ -52,6 +52,9 @@ _ORDERINGS = frozenset({"$gt", "$gte", "$lt", "$lte"})
 _OPERATORS = set(_COMPARISONS) | {"$in", "$nin", "$contains", "$between", "$exists"}
 _INT64 = (-(2**63), 2**63 - 1)
 _MAX_KEY = 256
+#: A filter nests dicts and lists at most this deep, and holds at most this many keys and list items.
+MAX_FILTER_DEPTH = 12
+MAX_FILTER_ITEMS = 1_000
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$")
 
 
@@ -81,15 +84,14 @@ class _Compiler:
             if key in ("$and", "$or"):
                 if not isinstance(value, (list, tuple)) or not value:
                     raise FilterError(f"{key} takes a non-empty list of filters, got {value!r}")
-                joined = f" {key[1:].upper()} ".join(self.node(item) for item in value)
-                parts.append(f"({joined})")
+                parts.append(f"({_join([self.node(item) for item in value], key[1:].upper())})")
             elif key == "$not":
                 parts.append(f"!({self.node(value)})")
             elif isinstance(key, str) and key.startswith("$"):
                 raise FilterError(f"unknown filter operator {key!r}: use $and, $or, $not at the top level")
             else:
                 parts.append(self.field(self.path(key), key, value))
-        return " AND ".join(parts)
+        return _join(parts, "AND")
 
     def path(self, key: Any) -> _Path:
         """The SurrealQL path of a filter key on a row: a fixed document field, or the metadata
@@ -120,7 +122,7 @@ class _Compiler:
             condition = {"$eq": condition}
         if not condition:
             raise FilterError(f"empty condition for field {key!r}")
-        return " AND ".join(self.operator(path, key, op, value) for op, value in condition.items())
+        return _join([self.operator(path, key, op, value) for op, value in condition.items()], "AND")
 
     def operator(self, path: _Path, key: str, op: Any, value: Any) -> str:
         p = path.text
@@ -177,6 +179,38 @@ class _Compiler:
                 f"(type::is_datetime({p}) AND {p} {sign} {self.bind(moment)}))"
             )
         return f"(type::is_{kind}({p}) AND {p} {sign} {self.bind(value)})"
+
+
+def _join(parts: list[str], operator: str) -> str:
+    """Conditions joined by AND or OR; a long list as ``array::all([...])`` / ``array::any([...])``,
+    because the engine refuses a chain of more than about a hundred operators."""
+    if len(parts) <= 8:
+        return f" {operator} ".join(parts)
+    return f"array::{'all' if operator == 'AND' else 'any'}([{', '.join(parts)}])"
+
+
+def check_filter_size(spec: Any, what: str = "filter") -> None:
+    """Refuse a filter nested deeper than :data:`MAX_FILTER_DEPTH` or holding more than
+    :data:`MAX_FILTER_ITEMS` keys and list items, with a :class:`FilterError` (walked without
+    recursion, so no depth raises ``RecursionError``)."""
+    stack: list[tuple[Any, int]] = [(spec, 1)]
+    items = 0
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children = list(node.values())
+        elif isinstance(node, (list, tuple, set, frozenset)):
+            children = list(node)
+        else:
+            continue
+        if depth > MAX_FILTER_DEPTH:
+            raise FilterError(f"the {what} is nested more than {MAX_FILTER_DEPTH} levels deep: flatten it ($and/$or take lists)")
+        items += len(children)
+        if items > MAX_FILTER_ITEMS:
+            raise FilterError(
+                f"the {what} holds more than {MAX_FILTER_ITEMS:,} keys and list items: narrow it, or split the work into several calls"
+            )
+        stack.extend((child, depth + 1) for child in children)
 
 
 def check_text(value: str, what: str) -> None:
@@ -259,6 +293,7 @@ def compile_filter(spec: Mapping[str, Any] | CompiledFilter | None, *, prefix: s
         return spec or NO_FILTER
     if isinstance(spec, Mapping) and not spec:
         return NO_FILTER
+    check_filter_size(spec)
     compiler = _Compiler(prefix)
     return CompiledFilter(compiler.node(spec), compiler.params)
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..db import SurrealStore
+from ..db.loops import gather_or_cancel
 from ..errors import ConfigurationError, KGRagError
 from ..surql import CompiledFilter
 
@@ -140,7 +141,7 @@ async def _arun(store: SurrealStore | None, step: Step) -> Any:
                 except KGRagError as error:
                     return error
 
-        return list(await asyncio.gather(*(bounded(call) for call in step.calls)))
+        return await gather_or_cancel([bounded(call) for call in step.calls])
     return await _acall(step)
 
 

@@ -15,6 +15,7 @@ from ..errors import ConfigurationError, KGRagError
 from ..llm.readonly import ReadonlyLimits
 from ..retrieval import BaseRetriever, Scope, make_retriever
 from ..retrieval import plan as plans
+from ..retrieval.filters import MAX_FILTER_DEPTH
 from .catalogue import RUN_SURQL, TOOLS, Tool
 from .errors import InvalidArgumentsError, UnknownToolError, error_payload
 from .models import ToolArguments
@@ -111,6 +112,10 @@ class ToolDispatcher:
         if isinstance(arguments, (str, bytes)):
             try:
                 arguments = json.loads(arguments)
+            except RecursionError:
+                raise InvalidArgumentsError(
+                    f"the arguments for {name} are nested too deeply to read; a filter nests at most {MAX_FILTER_DEPTH} levels", {}
+                ) from None
             except json.JSONDecodeError as error:
                 raise InvalidArgumentsError(
                     f"the arguments for {name} are not valid JSON ({error.msg} at line {error.lineno} column {error.colno}); "

@@ -15,7 +15,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
-from surreal_kgrag import IngestConfig, RetrievedDocument, Scope
+from surreal_kgrag import IngestConfig, Ingestor, RetrievedDocument, Scope
 from surreal_kgrag.lazy import LazyRetriever
 from surreal_kgrag.loaders import from_langchain
 from surreal_kgrag.retrieval import BaseRetriever as CoreRetriever
@@ -197,16 +197,22 @@ class SurrealKGRetriever(BaseRetriever):
         ids stored, in order.
 
         A document's id is its ``id`` when set (re-adding it updates it in place), otherwise a hash
-        of its text. ``metadata["access"]`` (a list of labels) becomes its access labels.
+        of its text. ``metadata["access"]`` (a list of labels) becomes its access labels. A scoped
+        retriever (``access``, ``filters``) writes only under its own labels (a document without any
+        gets them) and never replaces a document it cannot read: such a document is reported, by
+        id, in the ``VectorWriteError``.
         ``extractor`` picks the concept extractor (default: spaCy). When some documents cannot be
         stored, the others are and ``surreal_kgrag.vectors.VectorWriteError`` names them.
         """
-        return write_documents(self._lazy.ingestor(extractor, config), [from_langchain(d) for d in documents])
+        return write_documents(self._writer(extractor, config), [from_langchain(d) for d in documents])
 
     async def aadd_documents(
         self, documents: Iterable[Document], *, extractor: Any = None, config: IngestConfig | None = None
     ) -> list[str]:
-        return await awrite_documents(self._lazy.ingestor(extractor, config), [from_langchain(d) for d in documents])
+        return await awrite_documents(self._writer(extractor, config), [from_langchain(d) for d in documents])
+
+    def _writer(self, extractor: Any, config: IngestConfig | None) -> Ingestor:
+        return self._lazy.ingestor(extractor, config, Scope(access=self.access, filters=self.filters))
 
     def close(self) -> None:
         """Close the store if this retriever opened it (not one given through ``from_retriever``)."""

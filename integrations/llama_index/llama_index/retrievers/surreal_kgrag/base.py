@@ -172,13 +172,15 @@ class SurrealKGRetriever(BaseRetriever):
 
         The key is ``doc_id``; LlamaIndex makes up a random one when none is given, so set ``doc_id``
         (``SimpleDirectoryReader(filename_as_id=True)`` does) to make re-ingestion update in place.
+        A scoped retriever (``access``, ``filters``) writes only under its own labels and never
+        replaces a document it cannot read: such a document is a failure in the summary, by id.
         """
-        return self._lazy.ingestor(extractor, config).ingest(list(documents))
+        return self._lazy.ingestor(extractor, config, self.scope).ingest(list(documents))
 
     async def aadd_documents(
         self, documents: Iterable[BaseNode], *, extractor: Any = None, config: IngestConfig | None = None
     ) -> IngestSummary:
-        return await self._lazy.ingestor(extractor, config).aingest(list(documents))
+        return await self._lazy.ingestor(extractor, config, self.scope).aingest(list(documents))
 
     def close(self) -> None:
         """Close the store if this retriever opened it (not one given through ``from_retriever``)."""

@@ -1,0 +1,176 @@
+"""Scoped writers on the real embedded engine (spaCy, MiniLM): a caller restricted to access labels
+or a filter writes only under its own labels and never replaces or deletes a document outside its
+scope, on every write path (core ingest and delete, TextStore, both vector stores, both retrievers'
+add_documents), also when several tenants write at once from several threads."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from langchain_core.documents import Document
+from llama_index.core.schema import Document as LlamaDocument
+from llama_index.core.schema import TextNode
+from llama_index.retrievers.surreal_kgrag import SurrealKGRetriever as LlamaRetriever
+from llama_index.vector_stores.surreal_kgrag import SurrealKGVectorStore as LlamaVectorStore
+from surrealdb import RecordID
+
+from langchain_surreal_kgrag import SurrealKGRetriever as LangChainRetriever
+from langchain_surreal_kgrag import SurrealKGVectorStore as LangChainVectorStore
+from surreal_kgrag import Ingestor, ScopeError, SourceDocument, SurrealStore, make_retriever
+from surreal_kgrag.retrieval import Scope
+from surreal_kgrag.vectors import TextStore, VectorWriteError
+
+SECRET = "The launch code of Project Zephyr is kept in Krakow."
+
+
+@pytest.fixture
+def store(minilm, spacy_extractor):
+    with SurrealStore("mem://") as s:
+        admin = Ingestor(s, embedder=minilm, extractor=spacy_extractor)
+        documents = [
+            SourceDocument(key="secret", title="Zephyr", text=SECRET, source="vault.txt", access=["staff"]),
+            SourceDocument(key="notes.txt#part-00002", text="Second part of the staff notes.", source="notes.txt",
+                           access=["staff"], metadata={"parts": 2}),
+            SourceDocument(key="shared", text="Warsaw is the capital of Poland.", source="shared.txt", access=["public", "staff"]),
+        ]
+        assert admin.ingest(documents).added == 3
+        yield s
+
+
+def _stored(store: SurrealStore, key: str) -> dict | None:
+    rows = store.query("get_document", {"ids": [RecordID("document", key)]})[-1]
+    return {k: rows[0][k] for k in ("source", "access", "content_hash", "chunk_count")} if rows else None
+
+
+def _langchain_vectorstore(store, minilm, spacy_extractor):
+    vs = LangChainVectorStore(minilm, store=store, access=["public"], extractor=spacy_extractor)
+    return lambda: vs.add_documents([Document(page_content="x overwritten", id="secret")])
+
+
+def _llama_vectorstore(store, minilm, spacy_extractor):
+    vs = LlamaVectorStore(store=store, embedder=minilm, extractor=spacy_extractor, access=["public"])
+    return lambda: vs.add([TextNode(id_="secret", text="x overwritten", embedding=[0.0] * 384)])
+
+
+def _langchain_retriever(store, minilm, spacy_extractor):
+    retriever = LangChainRetriever.from_retriever(make_retriever("chunk", store, embedder=minilm), access=["public"])
+    return lambda: retriever.add_documents([Document(page_content="x overwritten", id="secret")], extractor=spacy_extractor)
+
+
+def _llama_retriever(store, minilm, spacy_extractor):
+    retriever = LlamaRetriever.from_retriever(make_retriever("chunk", store, embedder=minilm), access=["public"])
+    return lambda: retriever.add_documents([LlamaDocument(text="x overwritten", doc_id="secret")], extractor=spacy_extractor)
+
+
+def _text_store(store, minilm, spacy_extractor):
+    texts = TextStore(store, embedder=minilm, extractor=spacy_extractor, scope=Scope(access=["public"]))
+    return lambda: texts.add(["x overwritten"], ids=["secret"])
+
+
+def _text_store_async(store, minilm, spacy_extractor):
+    texts = TextStore(store, embedder=minilm, extractor=spacy_extractor, scope=Scope(access=["public"]))
+    return lambda: asyncio.run(texts.aadd(["x overwritten"], ids=["secret"]))
+
+
+def _ingestor(store, minilm, spacy_extractor):
+    ingestor = Ingestor(store, embedder=minilm, extractor=spacy_extractor, scope=Scope(access=["public"]))
+    return lambda: ingestor.ingest([SourceDocument(key="secret", text="x overwritten", source="x.txt", access=["public"])])
+
+
+WRITERS = {
+    "ingestor": _ingestor,
+    "text_store": _text_store,
+    "text_store_async": _text_store_async,
+    "langchain_vectorstore": _langchain_vectorstore,
+    "llama_vectorstore": _llama_vectorstore,
+    "langchain_retriever": _langchain_retriever,
+    "llama_retriever": _llama_retriever,
+}
+
+
+@pytest.mark.parametrize("path", sorted(WRITERS))
+def test_no_write_path_replaces_a_document_outside_the_scope(store, minilm, spacy_extractor, path):
+    before = _stored(store, "secret")
+    write = WRITERS[path](store, minilm, spacy_extractor)
+    try:
+        outcome = write()
+    except VectorWriteError as error:
+        outcome = error
+    reported = str(outcome.failures if hasattr(outcome, "failures") else outcome)
+    assert "'secret'" in reported and "outside the caller's scope" in reported, reported
+    assert _stored(store, "secret") == before  # labels, text and source untouched
+
+
+def test_a_scoped_writer_writes_only_under_its_own_labels(store, minilm, spacy_extractor):
+    with pytest.raises(ScopeError, match=r"labels \['staff'\] are outside this store's access labels \['public'\]"):
+        TextStore(store, embedder=minilm, scope=Scope(access=["public"]), labels=["public", "staff"])
+    ingestor = Ingestor(store, embedder=minilm, extractor=spacy_extractor, scope=Scope(access=["public"]))
+    summary = ingestor.ingest([
+        SourceDocument(key="mine", text="Gdansk lies on the Baltic Sea.", source="mine.txt"),
+        SourceDocument(key="sneaky", text="A staff-only memo.", source="sneaky.txt", access=["staff"]),
+    ])
+    assert summary.added == 1 and "carries access labels ['staff'] outside this caller's labels" in str(summary.failures)
+    assert _stored(store, "mine")["access"] == ["public"] and _stored(store, "sneaky") is None
+    # A document both can read may be replaced, and only under the writer's labels.
+    assert ingestor.ingest([SourceDocument(key="shared", text="Warsaw lies on the Vistula.", source="shared.txt")]).updated == 1
+    assert _stored(store, "shared")["access"] == ["public"]
+
+
+def test_a_writer_scoped_by_a_filter_writes_only_what_matches_it(store, minilm, spacy_extractor):
+    red = Ingestor(store, embedder=minilm, extractor=spacy_extractor, scope=Scope(filters={"metadata.team": "red"}))
+    summary = red.ingest([
+        SourceDocument(key="blue-plan", text="The blue plan.", source="b.txt", metadata={"team": "blue"}),
+        SourceDocument(key="red-plan", text="The red plan.", source="r.txt", metadata={"team": "red"}),
+    ])
+    assert summary.added == 1 and "'blue-plan'" in str(summary.failures) and _stored(store, "blue-plan") is None
+    unrestricted = Ingestor(store, embedder=minilm, extractor=spacy_extractor)
+    unrestricted.ingest([SourceDocument(key="blue-only", text="Blue.", source="bo.txt", metadata={"team": "blue"})])
+    relabel = red.ingest([SourceDocument(key="blue-only", text="Now red.", source="bo.txt", metadata={"team": "red"})])
+    assert "'blue-only'" in str(relabel.failures) and _stored(store, "blue-only")["chunk_count"] == 1
+
+
+def test_scoped_deletes_reach_only_readable_documents(store, minilm, spacy_extractor):
+    ingestor = Ingestor(store, embedder=minilm, extractor=spacy_extractor, scope=Scope(access=["public"]))
+    assert ingestor.delete(["secret", "shared"]) == 1
+    assert asyncio.run(ingestor.adelete(["secret"])) == 0
+    assert _stored(store, "secret") is not None and _stored(store, "shared") is None
+    assert TextStore(store, embedder=minilm, scope=Scope(access=["public"])).delete(["secret"]) == 0
+    # Reading notes.txt whole makes its stored part 2 stale; it is staff's, so it stays.
+    assert ingestor.ingest([SourceDocument(key="notes.txt", text="All the public notes.", source="notes.txt")]).added == 1
+    assert _stored(store, "notes.txt#part-00002") is not None and _stored(store, "secret") is not None
+
+
+def test_tenants_writing_at_once_from_threads_never_touch_each_others_documents(store, minilm, spacy_extractor):
+    tenants = ["red", "green", "blue"]
+    stores = {t: TextStore(store, embedder=minilm, extractor=spacy_extractor, scope=Scope(access=[t])) for t in tenants}
+    for tenant in tenants:
+        stores[tenant].add([f"The {tenant} tenant's first memo."], ids=[f"{tenant}-memo"])
+    owned = {f"{t}-memo": _stored(store, f"{t}-memo") for t in tenants}
+    refused: dict[str, list[str]] = {t: [] for t in tenants}
+    won: list[str] = []
+    barrier = threading.Barrier(len(tenants))
+
+    def attack(tenant: str) -> None:
+        barrier.wait()
+        try:  # everyone creates the same new id at once: one wins, the others may not overwrite it
+            stores[tenant].add([f"{tenant} claims it."], ids=["contested"])
+            won.append(tenant)
+        except VectorWriteError as error:
+            refused[tenant].append(str(error))
+        for other in tenants:
+            if other != tenant:
+                with pytest.raises(VectorWriteError, match=f"'{other}-memo'"):
+                    stores[tenant].add([f"{tenant} was here."], ids=[f"{other}-memo"])
+                assert stores[tenant].delete([f"{other}-memo"]) == 0
+
+    threads = [threading.Thread(target=attack, args=(t,)) for t in tenants]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert {key: _stored(store, key) for key in owned} == owned
+    assert len(won) == 1 and _stored(store, "contested")["access"] == won
+    for loser in set(tenants) - set(won):
+        assert len(refused[loser]) == 1 and "'contested'" in refused[loser][0]
