@@ -1,0 +1,317 @@
+"""The stage driver under ``Ingestor``: one ingest run as overlapping stages, a thread each.
+
+load -> chunk -> extract concepts -> embed -> write hand batches to each other through bounded
+queues (``stages.StageLine``), so spaCy works on one batch while the embedder works on the previous
+one and the database writes the one before that (the models and the engine release the GIL), and
+memory stays flat whatever the corpus size. Here too: change detection (a document whose stored
+content hash is unchanged is skipped, and a file's parts it no longer has are deleted), the
+progress bar and the stages' busy times, and cancellation (Ctrl-C or a cancelled ``aingest`` lets
+the transaction in progress finish and raises :class:`IngestInterrupted`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from ..db import SurrealStore
+from ..embed import Embedder
+from ..extract import ConceptExtractor, MetadataConceptExtractor
+from ..ids import document_id
+from ..loaders import find_unstorable
+from ..models import IngestSummary, LLMIngestStats, LoadFailure, SourceDocument
+from ..retrieval.scope import Scope
+from ..sections import split_document
+from .concepts import embed_many, embed_queued_concepts
+from .config import IngestConfig
+from .delete import delete_records, stale_parts
+from .records import DocumentWork, PreparedDocument, in_context, prepare
+from .relations import GraphExtractor, extract_graphs
+from .scoped import labelled
+from .stages import StageLine
+from .writer import Writer
+
+STAGES = ("load", "chunk", "extract", "embed", "write", "vectors", "index")
+
+
+@dataclass(frozen=True)
+class RunParts:
+    """What a run works with: the ingestor's store, models, settings and scope, and its two hooks."""
+
+    store: SurrealStore
+    embedder: Embedder
+    extractor: ConceptExtractor
+    metadata: MetadataConceptExtractor
+    config: IngestConfig
+    scope: Scope
+    ensure_schema: Callable[[], None]
+    maintain_indexes: Callable[..., None]
+
+
+class IngestInterrupted(KeyboardInterrupt):
+    """Ctrl-C during an ingest: what was written is complete and counted in ``summary``; running
+    the same ingest again continues (unchanged documents are skipped)."""
+
+    def __init__(self, summary: IngestSummary) -> None:
+        super().__init__(
+            f"ingest interrupted: {summary.added} added, {summary.updated} updated, {summary.skipped} skipped, "
+            f"{summary.failed} failed were written completely; run it again to continue"
+        )
+        self.summary = summary
+
+
+@dataclass
+class Batch:
+    works: list[DocumentWork] = field(default_factory=list)
+    failures: list[LoadFailure] = field(default_factory=list)
+    skipped: int = 0
+    prepared: list[PreparedDocument] = field(default_factory=list)
+    stale: list[Any] = field(default_factory=list)  # documents the batch's files no longer produce
+
+    @property
+    def chunks(self) -> int:
+        return sum(len(w.chunks) for w in self.works)
+
+
+class Run:
+    """One ingest run: a thread per stage, bounded queues between them."""
+
+    def __init__(self, parts: RunParts, sources: Iterable[SourceDocument | LoadFailure | Any]) -> None:
+        self.store = parts.store
+        self.embedder = parts.embedder
+        self.extractor = parts.extractor
+        self.metadata_extractor = parts.metadata
+        self.config = parts.config
+        self.ensure_schema = parts.ensure_schema
+        self.maintain_indexes = parts.maintain_indexes
+        self.scope = parts.scope
+        self.sources = sources
+        self.summary = IngestSummary()
+        self.timings = dict.fromkeys(STAGES, 0.0)
+        self.busy: set[str] = set()
+        self.line = StageLine(self.config.queue_batches)
+        self.abort = self.line.abort
+        self.progress: Any = None
+        self.started = 0.0
+        # Counted by the extract stage; the writer counts the relations it wrote.
+        self.llm = LLMIngestStats() if isinstance(parts.extractor, GraphExtractor) else None
+        self.writer: Writer | None = None
+
+    # -- driver ----------------------------------------------------------------------------------
+
+    def execute(self) -> IngestSummary:
+        self.started = time.perf_counter()
+        self.ensure_schema()
+        show = self.config.show_progress
+        self.progress = tqdm(
+            desc="ingest", unit="doc", file=sys.stderr, disable=(not sys.stderr.isatty()) if show is None else not show
+        )
+        self.writer = writer = Writer(
+            self.store,
+            self.summary,
+            group_size=self.config.group_size,
+            group_chunks=self.config.group_chunks,
+            vector_min_chunks=self.config.concept_vector_min_chunks,
+            scope=self.scope.compile(),
+            on_written=self._written,
+        )
+        try:
+            self.line.run(self._load, [("extract", self._extract), ("embed", self._embed)], lambda batch: self._write(batch, writer))
+            if self.abort.is_set():  # aingest cancelled
+                raise IngestInterrupted(self._finish())
+            self._stage_vectors()
+            self._stage_index()
+        except KeyboardInterrupt as interrupt:
+            if isinstance(interrupt, IngestInterrupted):
+                raise
+            raise IngestInterrupted(self._finish()) from None  # the transaction in progress has finished
+        finally:
+            self.progress.close()
+        return self._finish()
+
+    def _finish(self) -> IngestSummary:
+        self.summary.failed = len(self.summary.failures)
+        self.summary.timings = {k: round(v, 3) for k, v in self.timings.items()}
+        self.summary.seconds = round(time.perf_counter() - self.started, 3)
+        if self.llm is not None:
+            written = self.writer.relations_written if self.writer is not None else 0
+            self.summary.llm = self.llm.model_copy(update={"relations": written})
+        return self.summary
+
+    def _stage_vectors(self) -> None:
+        self.progress.set_postfix_str("vectors", refresh=True)
+        with self._timed("vectors"):
+            self.summary.concept_vectors = embed_queued_concepts(self.store, self.embedder, self.abort.is_set)
+        if self.abort.is_set():
+            raise IngestInterrupted(self._finish())
+
+    def _stage_index(self) -> None:
+        self.progress.set_postfix_str("index", refresh=True)
+        with self._timed("index"):
+            self.maintain_indexes(chunks=self.summary.chunks, concepts=self.summary.concept_vectors)
+
+    def _write(self, batch: Batch, writer: Writer) -> None:
+        self.summary.failures.extend(batch.failures)
+        self.summary.skipped += batch.skipped
+        self._written(len(batch.failures) + batch.skipped, 0)
+        with self._timed("write"):
+            delete_records(self.store, batch.stale)
+            writer.write(batch.prepared, self.abort.is_set)
+
+    @contextlib.contextmanager
+    def _timed(self, stage: str) -> Iterator[None]:
+        self.busy.add(stage)
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[stage] += time.perf_counter() - t
+            self.busy.discard(stage)
+
+    def _written(self, documents: int, chunks: int) -> None:
+        elapsed = max(time.perf_counter() - self.started, 1e-9)
+        self.progress.update(documents)
+        busy = "+".join(s for s in STAGES if s in self.busy) or "-"
+        self.progress.set_postfix_str(f"{self.summary.chunks / elapsed:.1f} chunks/s, busy: {busy}", refresh=False)
+
+    # -- stages ----------------------------------------------------------------------------------
+
+    def _load(self) -> Iterator[Batch]:
+        """Read sources; drop unchanged documents; chunk the rest into batches bounded by chunk count."""
+        cfg = self.config
+        docs: list[SourceDocument] = []
+        failures: list[LoadFailure] = []
+        chars = 0
+        iterator = iter(self.sources)
+        while not self.abort.is_set():
+            with self._timed("load"):
+                item = next(iterator, None)
+            if item is not None:
+                problem = item if isinstance(item, LoadFailure) else check_document(item, cfg.max_document_chars)
+                if problem is None and isinstance(item, SourceDocument):
+                    item = labelled(item, self.scope)
+                    problem = item if isinstance(item, LoadFailure) else None
+                if problem is not None or not isinstance(item, SourceDocument):
+                    failures.append(problem or LoadFailure(source="?", reason="not a document"))
+                    continue
+                docs.append(item)
+                chars += len(item.text)
+                # about 1,000 characters of text per chunk: enough documents to fill a batch
+                if len(docs) < cfg.batch_size and chars < cfg.batch_chunks * 1_000:
+                    continue
+            if docs or failures:
+                yield from self._chunked(docs, failures)
+            docs, failures, chars = [], [], 0
+            if item is None:
+                return
+
+    def _chunked(self, docs: list[SourceDocument], failures: list[LoadFailure]) -> Iterator[Batch]:
+        docs = last_per_key(docs)
+        with self._timed("load"):
+            changed, skipped, existing = self._changed(docs)
+            stale = stale_parts(self.store, docs, self.scope)
+        batch = Batch(failures=list(failures), skipped=skipped, stale=stale)
+        for doc in changed:
+            with self._timed("chunk"):
+                chunks = split_document(self.config.chunker, doc)
+            if not chunks:
+                batch.failures.append(LoadFailure(source=doc.source, reason="document has no text to index"))
+                continue
+            if batch.works and batch.chunks + len(chunks) > self.config.batch_chunks:
+                yield batch
+                batch = Batch()
+            batch.works.append(DocumentWork(doc, chunks, doc.key in existing))
+        yield batch
+
+    def _changed(self, docs: list[SourceDocument]) -> tuple[list[SourceDocument], int, set[str]]:
+        """Documents whose stored content hash differs, how many are unchanged, the keys stored."""
+        if not docs:
+            return [], 0, set()
+        rows = self.store.query("document_hashes", {"ids": [document_id(d.key) for d in docs]})[-1]
+        stored = {row["id"].id: row["content_hash"] for row in rows}
+        changed = [doc for doc in docs if stored.get(doc.key) != doc.content_hash]
+        return changed, len(docs) - len(changed), set(stored)
+
+    def _extract(self, batch: Batch) -> None:
+        if not batch.works:
+            return
+        with self._timed("extract"):
+            texts = [c.text for w in batch.works for c in w.chunks]
+            found = self._in_slices(partial(extract_graphs, self.extractor, self.llm), texts)
+            if found is None:
+                return
+            graphs = iter(found)
+            for work in batch.works:
+                chunks = [next(graphs) for _ in work.chunks]
+                work.mentions = [graph.mentions for graph in chunks]
+                work.relations = [graph.relations for graph in chunks]
+
+    def _embed(self, batch: Batch) -> None:
+        if not batch.works:
+            return
+        with self._timed("embed"):
+            for work in batch.works:
+                work.contexts = [in_context(work.doc, c.text, self.config.title_in_context) for c in work.chunks]
+            contexts = [text for work in batch.works for text in work.contexts]
+            embedded = self._in_slices(lambda texts: embed_many(self.embedder, texts, len(texts)), contexts)
+            if embedded is None:
+                return
+            vectors = iter(embedded)
+            for work in batch.works:
+                work.vectors = [next(vectors) for _ in work.chunks]
+            metadata = self.metadata_extractor
+            batch.prepared = [
+                prepare(work, metadata.extract_document(work.doc), keep_text=self.config.keep_text) for work in batch.works
+            ]
+            batch.works = []  # the prepared records hold everything from here on
+
+    def _in_slices(self, model: Callable[[list[str]], Any], texts: list[str]) -> list[Any] | None:
+        """``model`` over ``texts``, ``batch_chunks`` at a time (a long document is one batch of
+        many chunks); None when the run is aborted meanwhile, so Ctrl-C never waits long."""
+        size = self.config.batch_chunks
+        out: list[Any] = []
+        for start in range(0, len(texts), size):
+            if self.abort.is_set():
+                return None
+            out.extend(model(texts[start : start + size]))
+        return out
+
+
+async def run_async(run: Run) -> IngestSummary:
+    future = asyncio.get_running_loop().run_in_executor(None, run.execute)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        run.abort.set()
+        with contextlib.suppress(IngestInterrupted):
+            await future  # the transaction in progress finishes
+        raise
+
+
+def check_document(doc: SourceDocument | Any, max_chars: int) -> LoadFailure | None:
+    """A failure for a document that cannot be written, found before any model work."""
+    if not isinstance(doc, SourceDocument):
+        return LoadFailure(source=repr(doc)[:80], reason=f"not a document: {type(doc).__name__}")
+    if len(doc.text) > max_chars:
+        return LoadFailure(
+            source=doc.source,
+            reason=f"document has {len(doc.text):,} characters, more than max_document_chars={max_chars:,} "
+            "(IngestConfig); split it, or raise the limit (one document is written in one transaction)",
+        )
+    problem = find_unstorable(
+        {"key": doc.key, "source": doc.source, "title": doc.title, "text": doc.text, "metadata": doc.metadata, "access": doc.access}
+    )
+    return None if problem is None else LoadFailure(source=doc.source, reason=problem)
+
+
+def last_per_key(docs: list[SourceDocument]) -> list[SourceDocument]:
+    """A key given twice in one batch is one document: the later version wins."""
+    return list({doc.key: doc for doc in docs}.values())
