@@ -38,7 +38,7 @@ def llm() -> LLM:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("question", nargs="?", default="Which element did the Curies discover?")
-    parser.add_argument("--mode", default="hybrid", help="retrieval mode: chunk, concept, hybrid, graph")
+    parser.add_argument("--mode", default="graph", help="retrieval mode: chunk, concept, hybrid, graph (default: graph)")
     parser.add_argument("--db", default="mem://", help="store URL (default: a private in-memory store)")
     parser.add_argument("-k", type=int, default=3)
     args = parser.parse_args()

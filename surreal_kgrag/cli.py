@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from .db import DEFAULT_URL, StoreConfig, SurrealStore
 from .errors import KGRagError, StoreNotFoundError
+from .retrieval.config import DEFAULT_MODE
 from .retrieval.filters import MAX_FILTER_DEPTH
 from .retrieval.options import access_labels
 
@@ -290,7 +291,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
 def _add_answer_command(commands: Any, common: argparse.ArgumentParser) -> None:
     answer = commands.add_parser("answer", parents=[common], help="answer a question with citations checked against the retrieved text")
     answer.add_argument("text", help="the question")
-    answer.add_argument("--mode", choices=MODES, default="hybrid", help="retrieval mode (default: hybrid)")
+    answer.add_argument("--mode", choices=MODES, default=DEFAULT_MODE, help=f"retrieval mode (default: {DEFAULT_MODE})")
     answer.add_argument("-k", type=int, default=5, help="documents retrieved (default: 5)")
     answer.add_argument("--filter", help="JSON filter, as for query")
     answer.add_argument("--model", help="chat model (default: $SURREAL_KGRAG_LLM_MODEL); the API key is read from $OPENAI_API_KEY")
@@ -343,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     query = commands.add_parser("query", parents=[common], help="retrieve the documents that best answer a question")
     query.add_argument("text", help="the question")
-    query.add_argument("--mode", choices=MODES, default="hybrid", help="retrieval mode (default: hybrid)")
+    query.add_argument("--mode", choices=MODES, default=DEFAULT_MODE, help=f"retrieval mode (default: {DEFAULT_MODE})")
     query.add_argument("-k", type=int, default=5, help="documents to return (default: 5)")
     query.add_argument("--filter", help='JSON filter, e.g. \'{"metadata.year": {"$gte": 2000}}\'')
     query.add_argument(

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import phrases, wire
+from .. import identity, phrases, wire
 from ..db.sdk import RecordID
 from ..extract import ALIAS_KIND, NOUN_PHRASE, TITLE_KIND
 from ..ids import chunk_record_id, concept_id, document_id
@@ -45,6 +45,7 @@ class PreparedDocument:
     edges: list[dict[str, Any]]
     concepts: dict[str, ConceptMention]
     relations: list[dict[str, Any]] = field(default_factory=list)  # RELATES_TO edges
+    names: list[dict[str, Any]] = field(default_factory=list)  # document_name rows
     # Per chunk: capitalised n-grams of its text (phrases.spans), looked up against stored titles
     # and aliases when the document is written (bridges.py).
     phrases: list[list[phrases.Span]] = field(default_factory=list)
@@ -72,6 +73,7 @@ def prepare(work: DocumentWork, doc_concepts: list[ConceptMention], *, keep_text
     doc = work.doc
     doc_id = document_id(doc.key)
     access = list(doc.access)
+    names = identity.document_names(doc, doc_concepts, work.mentions)
     prepared = PreparedDocument(
         doc=doc,
         exists=work.exists,
@@ -85,11 +87,14 @@ def prepare(work: DocumentWork, doc_concepts: list[ConceptMention], *, keep_text
             "access": access,
             "chunk_count": len(work.chunks),
             "text": doc.text if keep_text else None,
+            "names": names,
+            "date": identity.document_date(doc),
         },
         chunks=[],
         texts=[],
         edges=[],
         concepts={},
+        names=[{"id": RecordID("document_name", [name, doc_id]), "doc": doc_id, "access": access} for name in names],
     )
     relations = work.relations or [[] for _ in work.chunks]
     for chunk, mentions, vector, context, found in zip(

@@ -103,6 +103,7 @@ class Writer:
                 "texts": [t for item in group for t in item.texts],
                 "edges": [e for item in group for e in item.edges],
                 "relations": [r for item in group for r in item.relations],
+                "document_names": [n for item in group for n in item.names],
                 "bridges": bridges,
                 "vector_min_chunks": self.vector_min_chunks,
                 **self.scope.params,

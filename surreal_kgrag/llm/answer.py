@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..db import SurrealStore
 from ..errors import ConfigurationError
 from ..retrieval import BaseRetriever, RetrievalResult, RetrievedDocument, make_retriever
+from ..retrieval.config import DEFAULT_MODE
 from ..retrieval.plan import Call, Plan, arun, run
 from .client import ChatReply, LLMClient, LLMReplyError, Message, chat, parse_reply
 from .settings import LLMSettings, LLMUsage
@@ -223,9 +224,9 @@ def answer_plan(
 
 def resolve_retriever(retriever: Any, mode: str | None) -> BaseRetriever:
     """A core retriever from one, from a framework retriever of this package (its ``core``), or
-    from a store (``make_retriever(mode or "hybrid", store)``)."""
+    from a store (``make_retriever(mode or DEFAULT_MODE, store)``)."""
     if isinstance(retriever, SurrealStore):
-        return make_retriever(mode or "hybrid", retriever)
+        return make_retriever(mode or DEFAULT_MODE, retriever)
     core = getattr(retriever, "core", retriever)
     if not isinstance(core, BaseRetriever):
         raise ConfigurationError(f"answer() needs a retriever or a SurrealStore, not {type(retriever).__name__}")

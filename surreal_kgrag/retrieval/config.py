@@ -10,6 +10,11 @@ from ..schema import CHUNK_LIST_MAX
 from .results import Channel
 
 Mode = Literal["chunk", "concept", "hybrid", "graph"]
+#: The mode of the CLI, the core and every integration when none is named: the best or within a
+#: point of recall@5 of the best on every development corpus (README, "Which mode").
+DEFAULT_MODE: Mode = "graph"
+#: RRF weight of the document channel (surreal_kgrag.retrieval.documents) in every fused mode.
+DOCUMENT_WEIGHT = 2.0
 
 
 class RetrieverConfig(BaseModel):
@@ -36,7 +41,7 @@ class RetrieverConfig(BaseModel):
     )
 
 
-DEFAULT_WEIGHTS: dict[Channel, float] = {"vector": 1.0, "text": 1.0, "concept": 1.0, "graph": 0.2}
+DEFAULT_WEIGHTS: dict[Channel, float] = {"vector": 1.0, "text": 1.0, "concept": 1.0, "graph": 0.2, "document": DOCUMENT_WEIGHT}
 
 
 class HybridConfig(RetrieverConfig):
@@ -53,6 +58,11 @@ class HybridConfig(RetrieverConfig):
         description="BM25 takes words rarest first until their chunk counts add up to this: bounds its cost",
     )
     chunks_per_document: int = Field(3, ge=1, description="chunks kept per fused document")
+    document_per_name: int = Field(
+        100, ge=2, le=10_000,
+        description="document channel: a name more documents carry is a hub, not matched (bounds each name's read)",
+    )
+    document_pool: int = Field(20, ge=1, le=1000, description="document channel: named documents whose passages are read")
 
 
 class GraphConfig(HybridConfig):
@@ -61,8 +71,9 @@ class GraphConfig(HybridConfig):
     see the README's "Defaults and the measurements behind them"."""
 
     weights: dict[Channel, float] = Field(
-        default_factory=lambda: dict[Channel, float]({"graph": 8.0, "text": 1.0, "vector": 0.0}),
-        description="RRF weights: the walk leads, BM25 breaks its ties; vector 0 only fills up to k",
+        default_factory=lambda: dict[Channel, float]({"graph": 8.0, "text": 1.0, "vector": 0.0, "document": 8.0}),
+        description="RRF weights: the walk and the documents the question names lead, BM25 breaks their ties; vector 0 "
+        "only fills up to k",
     )
     dense_seeds: bool = Field(True, description="the KNN chunks are seeds of the walk (reset mass dense_reset)")
     dense_reset: float = Field(1.0, ge=0.0, description="reset mass of the dense seeds next to the question's concepts (1)")
@@ -88,7 +99,9 @@ class ConceptConfig(GraphConfig):
     """The concept mode: the same walk, started only from the concepts the question names; the
     KNN chunks fill the ranking up to k when the walk finds fewer documents."""
 
-    weights: dict[Channel, float] = Field(default_factory=lambda: dict[Channel, float]({"graph": 1.0, "vector": 0.0}))
+    weights: dict[Channel, float] = Field(
+        default_factory=lambda: dict[Channel, float]({"graph": 1.0, "vector": 0.0, "document": 1.0})
+    )
     fulltext: bool = Field(False, description="no BM25 channel")
     dense_seeds: bool = Field(False, description="the walk starts from the question's concepts only")
     dense_reset: float = Field(0.0, ge=0.0)

@@ -27,6 +27,7 @@ from ..extract import NOUN_PHRASE
 from ..ids import concept_id
 from ..schema import ADJACENCY_LISTS_SINCE
 from ..surql import CompiledFilter
+from . import documents
 from .base import Request, exact_instead, grow, pool_used
 from .config import GraphConfig, RetrieverConfig
 from .fusion import Hit
@@ -70,6 +71,9 @@ class GraphRetriever(HybridRetriever):
             }
             placeholders: dict[str, int | CompiledFilter] = {"candidates": candidates, "filter": request.filter}
             queries.append(Query("search_fulltext", text_params, placeholders))
+        periods = documents.question_names(request.query)[1]
+        if self._uses_documents():
+            queries.append(documents.name_lookup(spans, periods, config.document_per_name, request))
         results = yield Concurrently(tuple(queries))
         names = self._names(spans, results[0][-1], chunk_total)
         text = [Hit.of(row, "text") for row in results[1][-1]] if words else []
@@ -84,7 +88,9 @@ class GraphRetriever(HybridRetriever):
             sub = assemble(out, [(hit.chunk, hit.doc) for hit in text])
             found = len(set(sub.docs))
             candidates = grow(candidates, found, request.fetch, fetched if exact else pool_used(request, fetched, candidates))
+        named = (yield from self._document_channel(request, results[-1][-1], spans, periods)) if self._uses_documents() else []
         channels = {
+            "document": named,
             "graph": self._walk(request, sub, out, names, chunk_total),
             "text": text,
             "vector": sorted(

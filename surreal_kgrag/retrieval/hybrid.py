@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from ..db import SurrealStore
 from ..db.sdk import RecordID
+from . import documents
 from .base import LRU, BaseRetriever, Request, exact_instead, grow, pool_used
 from .config import HybridConfig, RetrieverConfig
 from .fusion import Hit, chunk_from, fuse, fuse_chunks, per_chunk, top_chunks
@@ -41,6 +42,7 @@ class HybridRetriever(BaseRetriever):
         self._query_concepts = LRU()
         # Chunks in each scope searched (the N of the concept weights): (count, when counted).
         self._chunk_totals = LRU(64)
+        self._document_total: tuple[int, float] | None = None  # documents in the store, when counted
 
     def _concepts(self, query: str) -> list[str]:
         with self._extractor_lock:  # loading spaCy takes seconds: once, whatever the threads
@@ -68,6 +70,22 @@ class HybridRetriever(BaseRetriever):
         total = max(int(counted or 0), 1)
         self._chunk_totals.remember(key, (total, time.monotonic()))
         return total
+
+    def _documents_in_store(self) -> Plan[int]:
+        """Documents in the store (the N of a document name's rarity), counted again now and then."""
+        cached = self._document_total
+        if cached is not None and time.monotonic() - cached[1] <= _RECOUNT_SECONDS:
+            return cached[0]
+        total = max(int((yield Query("count_documents"))[-1] or 0), 1)
+        self._document_total = (total, time.monotonic())
+        return total
+
+    def _uses_documents(self) -> bool:
+        return self.config.weights.get("document", 0.0) > 0
+
+    def _document_channel(self, request: Request, found: list[dict[str, Any]], spans: Any, periods: list[str]) -> Plan[list[Hit]]:
+        total = yield from self._documents_in_store()
+        return (yield from documents.channel(request, found, spans, periods, total, self.config))
 
     def _plan(self, request: Request) -> Plan[list[RetrievedDocument]]:
         channels = yield from self.channels(request)
@@ -123,6 +141,9 @@ class HybridRetriever(BaseRetriever):
                 **request.filter.params,
             }
             queries.append(Query("search_fulltext", text_params, {"candidates": placeholders["candidates"], "filter": request.filter}))
+        spans, periods = documents.question_names(request.query)
+        if self._uses_documents():
+            queries.append(documents.name_lookup(spans, periods, self.config.document_per_name, request))
         results = yield Concurrently(tuple(queries))
         out = results[0][-1]
         text_rows = results[1][-1] if words else []
@@ -131,6 +152,8 @@ class HybridRetriever(BaseRetriever):
             "text": [Hit.of(row, "text") for row in text_rows],
             "concept": [Hit.of(row, "concept") for row in out["concepts"]],
         }
+        if self._uses_documents():
+            channels["document"] = yield from self._document_channel(request, results[-1][-1], spans, periods)
         for hits in channels.values():
             hits.sort(key=lambda h: -h.score)
         return channels, out

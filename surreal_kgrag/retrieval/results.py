@@ -9,7 +9,7 @@ from pydantic import BaseModel, BeforeValidator, Field
 
 from ..wire import without_nulls
 
-Channel = Literal["vector", "text", "concept", "graph"]
+Channel = Literal["vector", "text", "concept", "graph", "document"]
 #: A document's metadata as stored: a stored null reads as None.
 Metadata = Annotated[dict[str, Any], BeforeValidator(lambda value: without_nulls(value or {}))]
 

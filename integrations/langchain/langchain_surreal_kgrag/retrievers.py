@@ -19,6 +19,7 @@ from surreal_kgrag import IngestConfig, Ingestor, RetrievedDocument, Scope
 from surreal_kgrag.lazy import LazyRetriever
 from surreal_kgrag.loaders import from_langchain
 from surreal_kgrag.retrieval import BaseRetriever as CoreRetriever
+from surreal_kgrag.retrieval.config import DEFAULT_MODE
 from surreal_kgrag.retrieval.filters import compile_filter
 from surreal_kgrag.store import checked_int
 from surreal_kgrag.vectors import awrite_documents, write_documents
@@ -61,7 +62,7 @@ class SurrealKGRetriever(BaseRetriever):
     db_url: str | None = Field(
         None, description="mem://, surrealkv://path, ws(s):// or http(s)://; None: $SURREAL_KGRAG_URL or the default embedded store"
     )
-    mode: str = Field("hybrid", description="a mode the core's make_retriever accepts (chunk, concept, hybrid, graph)")
+    mode: str = Field(DEFAULT_MODE, description="a mode the core's make_retriever accepts (chunk, concept, hybrid, graph)")
     k: int = Field(4, ge=1, le=1000, description="documents returned (overridden per call by invoke(query, k=...))")
     namespace: str | None = None
     database: str | None = None

@@ -28,6 +28,7 @@ from llama_index.core.vector_stores.types import MetadataFilters
 from surreal_kgrag import ChunkHit, IngestConfig, IngestSummary, RetrievalResult, RetrievedDocument, Scope
 from surreal_kgrag.lazy import LazyRetriever
 from surreal_kgrag.retrieval import BaseRetriever as CoreRetriever
+from surreal_kgrag.retrieval.config import DEFAULT_MODE
 from surreal_kgrag.store import checked_int
 
 from .filters import to_core_filter
@@ -60,7 +61,7 @@ class SurrealKGRetriever(BaseRetriever):
         self,
         db_url: str | None = None,
         *,
-        mode: str = "hybrid",
+        mode: str = DEFAULT_MODE,
         similarity_top_k: int | None = None,
         namespace: str | None = None,
         database: str | None = None,
@@ -106,7 +107,7 @@ class SurrealKGRetriever(BaseRetriever):
         cls,
         db_url: str | None = None,
         *,
-        mode: str = "hybrid",
+        mode: str = DEFAULT_MODE,
         similarity_top_k: int = 4,
         filters: MetadataFilters | Mapping[str, Any] | None = None,
         access: list[str] | None = None,

@@ -1,0 +1,104 @@
+"""The document channel: documents the question names, by what identifies them, and their passages.
+
+A question about a long document names it the way its title, file name and cover do: a company and
+a quarter, a product, a report's subject. :mod:`surreal_kgrag.identity` stores those names on each
+document; here the question's n-grams and periods are looked up among them (one range read a name,
+``document_names.surql``), each matched name weighs its rarity over documents (a name every
+document carries weighs nothing; one more than ``per_name`` documents carry is a hub and skipped),
+and a document scores the sum over the names it carries, whatever its length. A question asking for
+the latest document puts the newest of equally named documents first.
+
+The channel's hits are each named document's best passages by exact cosine over its own chunks
+(``document_passages.surql``), so a long document enters the ranking with the chunks that answer,
+not its first ones; the modes fuse the channel with their others (weight ``weights["document"]``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+from .. import identity, phrases
+from ..db.sdk import RecordID
+from .fusion import Hit
+from .plan import Plan, Query
+
+#: Weight factor of a name the question writes all in lower case ("which band"): a common word, far
+#: more often than a name (the graph mode's ``question_lowercase``).
+LOWERCASE = 0.1
+
+
+def question_names(query: str) -> tuple[list[phrases.Span], list[str]]:
+    """The question's candidate n-grams and the periods it names."""
+    return phrases.spans(query, plurals=True), identity.periods(query)
+
+
+def name_lookup(spans: list[phrases.Span], periods: list[str], per_name: int, request: Any) -> Query:
+    names = list(dict.fromkeys([*phrases.names(spans), *periods]))
+    params = {"names": names, "per_name": per_name, **request.filter.params}
+    return Query("document_names", params, {"filter": request.filter})
+
+
+def scores(
+    rows: list[dict[str, Any]], spans: list[phrases.Span], periods: list[str], total: int, per_name: int, latest: bool
+) -> list[tuple[str, float, str]]:
+    """Named documents as (document key, score, date), best first: the summed rarity of the names
+    each carries, the question's n-grams taken longest first without overlap; with ``latest``,
+    equally named documents newest first."""
+    found = {row["name"]: row for row in rows if 0 < int(row["n"]) < per_name and row["docs"]}
+    quality: dict[str, float] = {p: 1.0 for p in periods if p in found}
+    for span in phrases.longest_matches(spans, lambda name: 0 if name in found else None):
+        quality[span.name] = max(quality.get(span.name, 0.0), 1.0 if span.capitalised else LOWERCASE)
+    score: dict[str, float] = defaultdict(float)
+    dates: dict[str, str] = {}
+    for name, factor in quality.items():
+        row = found[name]
+        n = int(row["n"])
+        weight = factor * math.log((total - n + 0.5) / (n + 0.5) + 1.0)
+        for hit in row["docs"]:
+            key = str(hit["doc"].id)
+            score[key] += weight
+            dates[key] = hit.get("date") or ""
+    ranked = sorted(score, key=lambda d: (-round(score[d], 9), _newest_first(dates[d]) if latest else 0))
+    return [(doc, score[doc], dates[doc]) for doc in ranked]
+
+
+def _newest_first(date: str) -> tuple[int, ...]:
+    return tuple(-ord(c) for c in date) if date else (1,)
+
+
+def passages(request: Any, docs: list[str], per_doc: int) -> Query:
+    params = {
+        "docs": [RecordID("document", doc) for doc in docs],
+        "embedding": request.vector,
+        "per_doc": per_doc,
+        **request.filter.params,
+    }
+    return Query("document_passages", params, {"filter": request.filter})
+
+
+def hits(named: list[tuple[str, float, str]], passage_rows: list[list[dict[str, Any]]]) -> list[Hit]:
+    """The channel's hits: documents in ``named`` order, each with its passages best first (a
+    document whose chunks are all outside the scope drops out)."""
+    by_doc: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for rows in passage_rows:
+        for row in rows or []:
+            by_doc[str(row["doc"].id)].append(row)
+    out = []
+    for doc, score, _ in named:
+        for row in sorted(by_doc.get(doc, []), key=lambda r: -float(r["score"])):
+            out.append(Hit(doc=doc, chunk=str(row["chunk"].id), score=score, channel="document"))
+    return out
+
+
+def channel(
+    request: Any, rows: list[dict[str, Any]], spans: list[phrases.Span], periods: list[str], total: int, config: Any
+) -> Plan[list[Hit]]:
+    """The channel's hits from the name lookup's ``rows`` (``document_names.surql``)."""
+    named = scores(rows, spans, periods, total, config.document_per_name, identity.asks_latest(request.query))
+    named = named[: config.document_pool]
+    if not named:
+        return []
+    found = (yield passages(request, [doc for doc, _, _ in named], config.chunks_per_document))[-1]
+    return hits(named, found)

@@ -1,0 +1,151 @@
+"""Documents as nodes: what identifies a long document, and the document channel that finds it.
+
+Real embedded SurrealDB, real spaCy and MiniLM. The corpus is a set of long quarterly reports of
+three made-up companies: each report repeats its company's business in many chunks, so only its
+name, its period and its cover tell reports of one company apart (the shape of a filings corpus).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from surreal_kgrag import Ingestor, SourceDocument, SurrealStore
+from surreal_kgrag.identity import asks_latest, document_date, document_names, periods
+from surreal_kgrag.models import ConceptMention
+from surreal_kgrag.retrieval import make_retriever
+
+COMPANIES = {
+    "ZNTH": ("Zenith Robotics, Inc.", "warehouse robots", "Ohio"),
+    "BLKW": ("Blackwater Mills Corporation", "paper and pulp", "Maine"),
+    "QRTZ": ("Quartzline Ltd.", "optical fibre", "Oregon"),
+}
+QUARTERS = ["2022 Q4", "2023 Q1", "2023 Q2", "2023 Q3"]
+FUSED_MODES = ["concept", "hybrid", "graph"]
+
+
+def report(ticker: str, quarter: str) -> str:
+    name, product, state = COMPANIES[ticker]
+    short = name.split(",")[0].replace(" Corporation", "").replace(" Ltd.", "")
+    cover = f"{name}\nQuarterly report on Form 10-Q\nIncorporated in {state}. Trading symbol {ticker}.\n"
+    body = [
+        f"{short} sells {product} to customers in North America and Europe. Demand for {product} stayed "
+        f"steady in section {i}, and management reviewed supply contracts, pricing and freight costs."
+        for i in range(14)
+    ]
+    year, q = quarter.split()
+    figure = f"Net sales of {product} were {100 + 7 * QUARTERS.index(quarter) + len(ticker)} million dollars in {q} {year}."
+    body.insert(9, f"Results of operations. {figure} Inventory of finished goods rose as new plants opened.")
+    return cover + "\n\n" + "\n\n".join(body)
+
+
+@pytest.fixture(scope="module")
+def store(minilm, spacy_extractor, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("reports")
+    docs = []
+    for ticker in COMPANIES:
+        for quarter in QUARTERS:
+            path = folder / f"{quarter} {ticker}.txt"
+            path.write_text(report(ticker, quarter))
+            access = ["finance"] if ticker != "QRTZ" else ["board"]
+            docs.append(SourceDocument(key=str(path), text=path.read_text(), title=path.stem, source=str(path), access=access))
+    with SurrealStore("mem://") as s:
+        Ingestor(s, embedder=minilm, extractor=spacy_extractor).ingest(docs)
+        yield s
+
+
+def files(result) -> list[str]:
+    return [d.source.rsplit("/", 1)[-1] for d in result.documents]
+
+
+def test_periods_are_read_in_every_common_spelling():
+    assert periods("Q3 2023") == ["2023 q3"]
+    assert periods("2023 Q1 report") == ["2023 q1"]
+    assert periods("the second quarter of fiscal 2024") == ["2024 q2"]
+    assert periods("Q4 FY23 and Q1 FY24") == ["2023 q4", "2024 q1"]
+    assert periods("in 2023 sales rose") == []
+    assert asks_latest("What did the most recent report say?")
+    assert not asks_latest("What did the most recent Q2 2023 report say?")  # a named period wins
+
+
+def test_a_document_is_named_by_its_file_name_parts_and_the_organisations_it_is_about():
+    doc = SourceDocument(key="k", text="x", title="2023 Q2 ZNTH", source="/data/2023 Q2 ZNTH.txt")
+    org = ConceptMention(name="zenith robotics, inc", display="Zenith Robotics, Inc.", kind="ORG")
+    place = ConceptMention(name="ohio", display="Ohio", kind="GPE")
+    rare = ConceptMention(name="acme", display="Acme", kind="ORG")
+    chunks = [[org, place]] + [[org] for _ in range(9)] + [[rare]]
+    names = document_names(doc, [], chunks)
+    assert {"znth", "2023 q2", "2023", "zenith robotics"} <= set(names)
+    assert "ohio" in names  # on the cover (first chunks) of a long document
+    assert "acme" not in names  # one chunk of eleven mentions it
+    # A short passage has no cover: its entities do not name it.
+    assert "ohio" not in document_names(doc, [], [[org, place]])
+    assert document_date(doc) == "2023-04-01"
+    dated = SourceDocument(key="k", text="x", source="notes.txt", metadata={"date": "2021-11-05T10:00:00"})
+    assert document_date(dated) == "2021-11-05"
+
+
+@pytest.mark.parametrize("mode", FUSED_MODES)
+def test_a_question_naming_company_and_quarter_finds_that_report_first(store, mode):
+    retriever = make_retriever(mode, store)
+    result = retriever.search("What were Zenith Robotics' net sales in Q2 2023?", k=4)
+    assert files(result)[0] == "2023 Q2 ZNTH.txt"
+    result = retriever.search("How did Blackwater Mills discuss inventory in the first quarter of 2023?", k=4)
+    assert files(result)[0] == "2023 Q1 BLKW.txt"
+
+
+@pytest.mark.parametrize("mode", FUSED_MODES)
+def test_the_latest_report_of_the_company_comes_first(store, mode):
+    result = make_retriever(mode, store).search("What were Blackwater Mills' net sales in the latest report?", k=4)
+    assert files(result)[0] == "2023 Q3 BLKW.txt"
+    assert set(files(result)) == {f"{q} BLKW.txt" for q in QUARTERS}
+
+
+def test_a_named_document_comes_with_the_passage_that_answers_not_its_first_chunks(store):
+    result = make_retriever("graph", store).search("What were Zenith Robotics' net sales in Q2 2023?", k=1)
+    top = result.documents[0]
+    assert any("Net sales of warehouse robots" in chunk.content for chunk in top.chunks)
+    assert any(p.channel == "document" for p in top.provenance)
+
+
+@pytest.mark.parametrize("mode", FUSED_MODES)
+def test_the_document_channel_stays_inside_the_callers_scope(store, mode):
+    retriever = make_retriever(mode, store, access=["finance"])
+    result = retriever.search("What were Quartzline's optical fibre net sales in Q2 2023?", k=12)
+    assert result.documents
+    assert not any("QRTZ" in name for name in files(result))
+    narrowed = make_retriever(mode, store).search(
+        "Zenith Robotics Q2 2023", k=12, filters={"title": {"$in": [f"{q} BLKW" for q in QUARTERS]}}
+    )
+    assert narrowed.documents and all("BLKW" in name for name in files(narrowed))
+
+
+def test_names_follow_the_document_when_it_is_replaced_or_deleted(minilm, spacy_extractor):
+    with SurrealStore("mem://") as s:
+        ingestor = Ingestor(s, embedder=minilm, extractor=spacy_extractor)
+        first = SourceDocument(key="r", text=report("ZNTH", "2023 Q1"), title="2023 Q1 ZNTH", source="/x/2023 Q1 ZNTH.txt")
+        ingestor.ingest([first])
+        assert s.query("document_names", {"names": ["2023 q1"], "per_name": 10}, filter=_no_filter())[-1][0]["n"] == 1
+        moved = first.model_copy(update={"title": "2023 Q3 ZNTH", "source": "/x/2023 Q3 ZNTH.txt"})
+        ingestor.ingest([moved])
+        rows = s.query("document_names", {"names": ["2023 q1", "2023 q3"], "per_name": 10}, filter=_no_filter())[-1]
+        assert [row["n"] for row in rows] == [0, 1]
+        ingestor.delete(["r"])
+        rows = s.query("document_names", {"names": ["2023 q3", "znth"], "per_name": 10}, filter=_no_filter())[-1]
+        assert [row["n"] for row in rows] == [0, 0]
+
+
+def test_hostile_names_are_stored_and_matched_as_data(minilm, spacy_extractor):
+    title = "Q2 2023 ]..[ '; DELETE document; -- report"
+    with SurrealStore("mem://") as s:
+        ingestor = Ingestor(s, embedder=minilm, extractor=spacy_extractor)
+        ingestor.ingest([SourceDocument(key="h", text=report("QRTZ", "2023 Q2"), title=title, source="/x/h.txt")])
+        ingestor.ingest([SourceDocument(key="z", text=report("ZNTH", "2023 Q2"), title="2023 Q2 ZNTH", source="/x/z.txt")])
+        result = make_retriever("graph", s).search(title, k=2)
+        assert result.documents[0].id == "h"
+        assert s.query("stats")[0]["documents"] == 2
+
+
+def _no_filter():
+    from surreal_kgrag.surql import NO_FILTER
+
+    return NO_FILTER
