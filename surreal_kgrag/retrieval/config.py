@@ -13,8 +13,10 @@ Mode = Literal["chunk", "concept", "hybrid", "graph"]
 #: The mode of the CLI, the core and every integration when none is named: the best or within a
 #: point of recall@5 of the best on every development corpus (README, "Which mode").
 DEFAULT_MODE: Mode = "graph"
-#: RRF weight of the document channel (surreal_kgrag.retrieval.documents) in every fused mode.
-DOCUMENT_WEIGHT = 2.0
+#: RRF weight of the document channel (surreal_kgrag.retrieval.documents) in hybrid and concept mode
+#: (graph: 16, beside the walk's 8). Chosen on sec10q, where 4 or more gives the same recall in both
+#: modes; on HotpotQA it moves recall@5 by +2.0 (hybrid) and 0 (concept). See docs/benchmarks.md.
+DOCUMENT_WEIGHT = 4.0
 
 
 class RetrieverConfig(BaseModel):
@@ -62,7 +64,12 @@ class HybridConfig(RetrieverConfig):
         100, ge=2, le=10_000,
         description="document channel: a name more documents carry is a hub, not matched (bounds each name's read)",
     )
-    document_pool: int = Field(20, ge=1, le=1000, description="document channel: named documents whose passages are read")
+    document_pool: int = Field(8, ge=1, le=1000, description="document channel: most named documents whose passages are read")
+    document_share: float = Field(
+        0.3, ge=0.0, le=1.0,
+        description="document channel: a named document scoring below this share of the best one is left out (a name "
+        "most documents carry, such as a form name, names none of them)",
+    )
 
 
 class GraphConfig(HybridConfig):
@@ -71,7 +78,7 @@ class GraphConfig(HybridConfig):
     see the README's "Defaults and the measurements behind them"."""
 
     weights: dict[Channel, float] = Field(
-        default_factory=lambda: dict[Channel, float]({"graph": 8.0, "text": 1.0, "vector": 0.0, "document": 8.0}),
+        default_factory=lambda: dict[Channel, float]({"graph": 8.0, "text": 1.0, "vector": 0.0, "document": 16.0}),
         description="RRF weights: the walk and the documents the question names lead, BM25 breaks their ties; vector 0 "
         "only fills up to k",
     )
@@ -100,7 +107,7 @@ class ConceptConfig(GraphConfig):
     KNN chunks fill the ranking up to k when the walk finds fewer documents."""
 
     weights: dict[Channel, float] = Field(
-        default_factory=lambda: dict[Channel, float]({"graph": 1.0, "vector": 0.0, "document": 1.0})
+        default_factory=lambda: dict[Channel, float]({"graph": 1.0, "vector": 0.0, "document": DOCUMENT_WEIGHT})
     )
     fulltext: bool = Field(False, description="no BM25 channel")
     dense_seeds: bool = Field(False, description="the walk starts from the question's concepts only")

@@ -97,7 +97,9 @@ def channel(
 ) -> Plan[list[Hit]]:
     """The channel's hits from the name lookup's ``rows`` (``document_names.surql``)."""
     named = scores(rows, spans, periods, total, config.document_per_name, identity.asks_latest(request.query))
-    named = named[: config.document_pool]
+    if named:
+        least = config.document_share * named[0][1]
+        named = [item for item in named if item[1] >= least][: config.document_pool]
     if not named:
         return []
     found = (yield passages(request, [doc for doc, _, _ in named], config.chunks_per_document))[-1]
