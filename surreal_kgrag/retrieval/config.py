@@ -65,6 +65,9 @@ class HybridConfig(RetrieverConfig):
         description="document channel: a name more documents carry is a hub, not matched (bounds each name's read)",
     )
     document_pool: int = Field(8, ge=1, le=1000, description="document channel: most named documents whose passages are read")
+    document_min_chunks: int = Field(
+        3, ge=1, description="document channel: documents shorter than this many chunks are left to the other channels"
+    )
     document_share: float = Field(
         0.3, ge=0.0, le=1.0,
         description="document channel: a named document scoring below this share of the best one is left out (a name "
