@@ -30,7 +30,7 @@ def report(ticker: str, quarter: str) -> str:
     body = [
         f"{short} sells {product} to customers in North America and Europe. Demand for {product} stayed "
         f"steady in section {i}, and management reviewed supply contracts, pricing and freight costs."
-        for i in range(14)
+        for i in range(40)
     ]
     year, q = quarter.split()
     figure = f"Net sales of {product} were {100 + 7 * QUARTERS.index(quarter) + len(ticker)} million dollars in {q} {year}."
