@@ -34,8 +34,9 @@ from .models import ConceptMention, SourceDocument
 #: (and at least ``MIN_CHUNKS``): what the document is about, not what it cites once.
 PROMINENT_SHARE = 0.1
 MIN_CHUNKS = 3
-#: Chunks read as a long document's first page: the entities named there identify it (a report's
-#: cover). A document of at most twice as many chunks has no first page apart from its body.
+#: Chunks read as a long document's first page when the loader knew no pages: the entities named
+#: there identify it (a report's cover). A document of at most twice as many chunks has no first
+#: page apart from its body.
 FIRST_CHUNKS = 2
 #: Most names a document keeps (the most prominent first): bounds the record and the lookup.
 MAX_NAMES = 64
@@ -125,10 +126,14 @@ def _stem(source: str) -> str:
 
 
 def document_names(
-    doc: SourceDocument, doc_concepts: Sequence[ConceptMention], chunk_mentions: Sequence[Iterable[ConceptMention]]
+    doc: SourceDocument,
+    doc_concepts: Sequence[ConceptMention],
+    chunk_mentions: Sequence[Iterable[ConceptMention]],
+    pages: Sequence[int | None] | None = None,
 ) -> list[str]:
     """The names that identify ``doc``: its metadata concepts (title, aliases, chosen fields), the
-    words and periods of its title and file name, the entities named on its first chunks and the
+    words and periods of its title and file name, the entities named on its first page (``pages``:
+    each chunk's first page, when known; else its first chunks) and the
     entities at least ``PROMINENT_SHARE`` of its chunks mention (most prominent first)."""
     names: dict[str, None] = {}
 
@@ -148,8 +153,11 @@ def document_names(
     chunks = [[m for m in mentions if m.kind != NOUN_PHRASE and m.kind not in NUMERIC_ENTITY_LABELS] for mentions in chunk_mentions]
     chunks = [[*mentions, *_short_names(mentions)] for mentions in chunks]
     if len(chunks) > 2 * FIRST_CHUNKS:  # long enough to have a first page apart from its body
-        for mentions in chunks[:FIRST_CHUNKS]:
-            for mention in mentions:
+        # The chunks of page 1 when the loader knew pages (a cover split by its headings is many
+        # small chunks), else the first ones.
+        first = [i for i, page in enumerate(pages or []) if page == 1] or list(range(FIRST_CHUNKS))
+        for i in first:
+            for mention in chunks[i]:
                 add(mention.name)
     spread = Counter(name for mentions in chunks for name in {m.name for m in mentions})
     least = max(MIN_CHUNKS, PROMINENT_SHARE * len(chunks))

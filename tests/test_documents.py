@@ -79,6 +79,9 @@ def test_a_document_is_named_by_its_file_name_parts_and_the_organisations_it_is_
     assert "acme" not in names  # one chunk of eleven mentions it
     # A short passage has no cover: its entities do not name it.
     assert "ohio" not in document_names(doc, [], [[org, place]])
+    # With pages known, the cover is page 1, however many chunks its headings split it into.
+    paged = document_names(doc, [], [[], [], [place], [rare]] + [[org]] * 8, pages=[1, 1, 1, 2] + [3] * 8)
+    assert "ohio" in paged and "acme" not in paged
     assert document_date(doc) == "2023-04-01"
     dated = SourceDocument(key="k", text="x", source="notes.txt", metadata={"date": "2021-11-05T10:00:00"})
     assert document_date(dated) == "2021-11-05"

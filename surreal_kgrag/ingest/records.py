@@ -73,7 +73,7 @@ def prepare(work: DocumentWork, doc_concepts: list[ConceptMention], *, keep_text
     doc = work.doc
     doc_id = document_id(doc.key)
     access = list(doc.access)
-    names = identity.document_names(doc, doc_concepts, work.mentions)
+    names = identity.document_names(doc, doc_concepts, work.mentions, [chunk.page_start for chunk in work.chunks])
     prepared = PreparedDocument(
         doc=doc,
         exists=work.exists,
