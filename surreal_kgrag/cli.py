@@ -24,60 +24,32 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from .db import DEFAULT_URL, StoreConfig, SurrealStore
+from .cli_eval import add_eval_command, cmd_eval
+from .cli_support import (
+    CREATES_STORE,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_NO_STORE,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    EXIT_USAGE,
+    MODES,
+    emit,
+    open_store,
+)
+from .db import DEFAULT_URL
 from .errors import KGRagError, StoreNotFoundError
 from .retrieval.config import DEFAULT_MODE
 from .retrieval.filters import MAX_FILTER_DEPTH
 from .retrieval.options import access_labels
 
-MODES = ["chunk", "concept", "hybrid", "graph"]
-
-EVAL_HELP = """Ingest a benchmark (unchanged documents are skipped) and print recall@k over distinct documents
-(per question, the fraction of its gold documents among the first k distinct documents retrieved,
-averaged, in percent) with p50/p95 latency per mode, overall and per question type, beside exact
-cosine (numpy) and BM25 over the same chunks, and how many gold documents the store does not hold.
-
-Two formats, detected from the folder's queries.jsonl:
-  files    queries.jsonl lines {"id", "question", "gold_files": [file names], "type"?} and the files
-           in docs/ (or beside queries.jsonl); a document matches by the file name of its source
-  records  queries.jsonl lines {"id", "question", "gold_ids": [corpus ids]} and corpus.jsonl
-           lines {"id", "title", "text"}; a document matches by its id
-
-  surreal-kgrag eval bench/sec10q --mode chunk --mode graph
-  surreal-kgrag eval --docs filings/ --queries questions.jsonl
-  surreal-kgrag eval --corpus corpus.jsonl --queries queries.jsonl --json
-"""
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_PARTIAL = 3  # some inputs failed, the rest were written
-EXIT_NO_STORE = 4
-EXIT_INTERRUPTED = 130  # Ctrl-C: what was written is complete; run again to continue
-
-# Commands that may create a store at a path that holds none; the others only read or change one.
-CREATES_STORE = frozenset({"ingest", "eval"})
-
-
-def _store(args: argparse.Namespace) -> SurrealStore:
-    config = StoreConfig.from_env(
-        url=args.db, namespace=args.ns, database=args.database, username=args.user, password=args.password,
-        create=args.command in CREATES_STORE,
-    )
-    store = SurrealStore(config=config)
-    if not config.create:
-        _ = store.server_version  # open it now: a missing store fails before any model is loaded
-    return store
-
-
-def _emit(args: argparse.Namespace, payload: BaseModel | dict[str, Any], text: str) -> None:
-    if args.json:
-        data = payload.model_dump(mode="json") if isinstance(payload, BaseModel) else payload
-        print(json.dumps(data, ensure_ascii=False, indent=2))
-    else:
-        print(text)
+__all__ = [
+    "CREATES_STORE", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_NO_STORE", "EXIT_OK", "EXIT_PARTIAL", "EXIT_USAGE",
+    "MODES", "build_parser", "cmd_answer", "cmd_delete", "cmd_eval", "cmd_ingest", "cmd_optimize", "cmd_query",
+    "cmd_stats", "main", "run",
+]
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -88,7 +60,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         chunker=SentenceChunker(max_tokens=args.max_tokens, overlap_tokens=args.overlap),
         show_progress=False if args.no_progress or args.json else None,
     )
-    with _store(args) as store:
+    with open_store(args) as store:
         ingestor = Ingestor(store, embedder=args.embedder, extractor=args.spacy_model, config=config)
         try:
             summary = ingestor.ingest(args.paths, glob=args.glob, follow_symlinks=args.follow_symlinks)
@@ -101,7 +73,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(f"skipped {failure}", file=sys.stderr)
     t = summary.timings
     stages = ", ".join(f"{stage} {seconds:.1f}s" for stage, seconds in t.items())
-    _emit(
+    emit(
         args,
         summary,
         f"added {summary.added}, updated {summary.updated}, skipped {summary.skipped} unchanged, "
@@ -116,9 +88,9 @@ def cmd_delete(args: argparse.Namespace) -> int:
     from .ingest import delete_documents
 
     keys = _delete_keys(args.keys)
-    with _store(args) as store:
+    with open_store(args) as store:
         deleted = delete_documents(store, keys)
-    _emit(args, {"deleted": deleted}, f"deleted {deleted} of {len(args.keys)} documents")
+    emit(args, {"deleted": deleted}, f"deleted {deleted} of {len(args.keys)} documents")
     return EXIT_OK
 
 
@@ -137,7 +109,7 @@ def _delete_keys(keys: Sequence[str]) -> list[str]:
 def cmd_stats(args: argparse.Namespace) -> int:
     from .stats import get_stats
 
-    with _store(args) as store:
+    with open_store(args) as store:
         stats = get_stats(store)
     lines = [
         f"documents        {stats.documents}",
@@ -148,18 +120,18 @@ def cmd_stats(args: argparse.Namespace) -> int:
         f"server           {stats.server_version}",
     ]
     lines += [f"index {name:<16} {state}" for name, state in stats.indexes.items()]
-    _emit(args, stats, "\n".join(lines))
+    emit(args, stats, "\n".join(lines))
     return EXIT_OK
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with open_store(args) as store:
         report = store.optimize(force=args.force)
     lines = [f"rebuilt {', '.join(report.rebuilt) or 'nothing'} in {report.seconds:.1f}s" + (f" ({report.note})" if report.note else "")]
     lines += [f"index {key:<8} {state.name}: {state.indexed} rows, {state.pending} pending" for key, state in report.indexes.items()]
     if report.deferred:
         lines.append(f"still in use, removed by the next optimize: {', '.join(report.deferred)}")
-    _emit(args, report, "\n".join(lines))
+    emit(args, report, "\n".join(lines))
     return EXIT_OK
 
 
@@ -181,7 +153,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     from .retrieval import make_retriever
     from .retrieval.results import where
 
-    with _store(args) as store:
+    with open_store(args) as store:
         retriever = make_retriever(args.mode, store, embedder=args.embedder, access=args.access)
         result = retriever.search(args.text, k=args.k, filters=_filters(args))
     lines = []
@@ -204,63 +176,8 @@ def cmd_query(args: argparse.Namespace) -> int:
         from .graph_view import write_graph
 
         print(f"graph view written to {write_graph(result, args.graph)}", file=sys.stderr)
-    _emit(args, result, "\n".join(lines))
+    emit(args, result, "\n".join(lines))
     return EXIT_OK
-
-
-def cmd_eval(args: argparse.Namespace) -> int:
-    from .eval_baselines import run_baselines
-    from .evaluate import EvalReport, evaluate_retriever, find_eval_set, gold_coverage, plot_report
-    from .ingest import Ingestor
-    from .retrieval import make_retriever
-
-    ks = _cutoffs(args.k)
-    bench = find_eval_set(args.folder, docs=args.docs, corpus=args.corpus, queries=args.queries)
-    modes = args.mode or ["chunk", "hybrid"]
-    with _store(args) as store:
-        ingestor = Ingestor(store, embedder=args.embedder)
-        summary = ingestor.ingest(bench.inputs)
-        for failure in summary.failures:
-            print(f"skipped {failure}", file=sys.stderr)
-        if summary.failed and bench.format == "records":
-            raise KGRagError(f"{summary.failed} records of {bench.described_inputs} could not be ingested: {summary.failures[0]}")
-        coverage = gold_coverage(store, bench.queries, summary.failures)
-        reports = {}
-        for mode in modes:
-            retriever = make_retriever(mode, store, embedder=ingestor.embedder)
-            reports[mode] = evaluate_retriever(retriever, bench.queries, ks, progress=_progress(f"eval {mode}", args))
-        baselines, notes = run_baselines(store, ingestor.embedder, bench.queries, ks, args.baselines)
-    report = EvalReport(
-        corpus=bench.described_inputs, queries_file=str(bench.queries_file), format=bench.format, modes=reports,
-        baselines=baselines, baseline_notes=notes, coverage=coverage,
-    )
-    if args.chart:
-        plot_report(report, args.chart)
-    text = f"{len(bench.queries)} questions ({bench.format} format: {bench.described_inputs})\n" + report.table()
-    if args.chart:
-        text += f"\nchart written to {args.chart}"
-    _emit(args, report.as_json(), text)
-    return EXIT_PARTIAL if summary.failed else EXIT_OK
-
-
-def _cutoffs(text: str) -> list[int]:
-    try:
-        ks = sorted({int(k) for k in text.split(",") if k.strip()})
-    except ValueError as exc:
-        raise KGRagError(f"-k takes comma-separated positive integers, e.g. 1,2,5 (got {text!r})") from exc
-    if not ks or ks[0] < 1:
-        raise KGRagError(f"-k takes comma-separated positive integers, e.g. 1,2,5 (got {text!r})")
-    return ks
-
-
-def _baselines(text: str) -> list[str]:
-    from .eval_baselines import BASELINES
-
-    chosen = [] if text.strip() == "none" else [b.strip() for b in text.split(",") if b.strip()]
-    unknown = [b for b in chosen if b not in BASELINES]
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown baseline {', '.join(unknown)}: choose from {', '.join(BASELINES)}, or none")
-    return chosen
 
 
 # -- answer: retrieval + a cited answer from an OpenAI-compatible model (surreal_kgrag.llm) ---------
@@ -276,7 +193,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
     if not model:
         raise KGRagError("answer needs a chat model: pass --model NAME or set SURREAL_KGRAG_LLM_MODEL (and OPENAI_API_KEY)")
     settings = LLMSettings(model=model, base_url=args.base_url, timeout=args.llm_timeout)
-    with _store(args) as store:
+    with open_store(args) as store:
         retriever = make_retriever(args.mode, store, embedder=args.embedder)
         result = answer(args.text, retriever, settings, k=args.k, filters=_filters(args))
     lines = [result.answer]
@@ -284,7 +201,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
     if result.dropped_citations:
         lines.append(f"({result.dropped_citations} citation(s) dropped: not found in the retrieved text)")
     lines.append(f"({result.usage.total_tokens} tokens, {len(result.retrieval.documents)} documents retrieved by {result.retrieval.mode})")
-    _emit(args, result, "\n".join(lines))
+    emit(args, result, "\n".join(lines))
     return 0
 
 
@@ -298,14 +215,6 @@ def _add_answer_command(commands: Any, common: argparse.ArgumentParser) -> None:
     answer.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (default: $OPENAI_BASE_URL)")
     answer.add_argument("--llm-timeout", type=float, default=60.0, help="seconds per model request (default: 60)")
     answer.set_defaults(func=cmd_answer)
-
-
-def _progress(label: str, args: argparse.Namespace) -> Any:
-    if args.json or not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
-
-    return lambda items: tqdm(items, desc=label, unit="q", file=sys.stderr)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -356,24 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--graph", metavar="OUT.html", help="also write the result as a graph page (self-contained HTML)")
     query.set_defaults(func=cmd_query)
 
-    evaluate = commands.add_parser(
-        "eval", parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="recall@1/2/5 per mode and question type, beside numpy and BM25 baselines, on a benchmark",
-        description=EVAL_HELP,
-    )
-    evaluate.add_argument("folder", nargs="?", help="benchmark folder: queries.jsonl plus docs/ (or files beside it) or corpus.jsonl")
-    source = evaluate.add_mutually_exclusive_group()
-    source.add_argument("--docs", help="folder (or file) of documents whose file names the queries' gold_files name")
-    source.add_argument("--corpus", help="corpus.jsonl ({id, title, text} lines) whose ids the queries' gold_ids name")
-    evaluate.add_argument("--queries", help="queries.jsonl ({id, question, gold_files or gold_ids, type?} lines)")
-    evaluate.add_argument("--mode", action="append", choices=MODES, help="mode to evaluate (repeatable; default: chunk and hybrid)")
-    evaluate.add_argument("-k", default="1,2,5", help="comma-separated cut-offs (default: 1,2,5)")
-    evaluate.add_argument(
-        "--baselines", type=_baselines, default=["numpy", "bm25"],
-        help="comma-separated baselines over the store's chunks: numpy (exact cosine), bm25; or none (default: numpy,bm25)",
-    )
-    evaluate.add_argument("--chart", help="write a PNG bar chart comparing the modes to this path")
-    evaluate.set_defaults(func=cmd_eval)
+    add_eval_command(commands, common)
 
     stats = commands.add_parser("stats", parents=[common], help="counts and index state")
     stats.set_defaults(func=cmd_stats)
