@@ -45,7 +45,7 @@ def test_llama_index_query_engine_example_offline():
     assert "no OPENAI_API_KEY set, so using MockLLM" in out
     # MockLLM echoes the prompt, so the answer shows the retrieved context reached the LLM
     assert "Answer: Context information is below." in out and "Curie" in out.split("Answer:")[1]
-    nodes = [line for line in out.split("Source nodes (hybrid mode):")[1].splitlines() if line.strip()]
+    nodes = [line for line in out.split("Source nodes (graph mode):")[1].splitlines() if line.strip()]
     assert len(nodes) >= 3
     assert all("score=" in line and "ref_doc_id=" in line for line in nodes)
     assert any("polonium.txt" in line for line in nodes)

@@ -16,6 +16,7 @@ from surreal_kgrag.cli import main
 from surreal_kgrag.llm import AnswerConfig, LLMCallError, LLMReplyError, LLMSettings, aanswer, answer
 from surreal_kgrag.llm.answer import CANNOT_ANSWER
 from surreal_kgrag.llm.scripted import Reply, ScriptedChatServer
+from surreal_kgrag.retrieval.config import DEFAULT_MODE
 
 PASSAGE = re.compile(r"\[(\d+)\] Title: (.*?)\n(.*?)(?=\n\n\[\d+\] Title: |\n\nQuestion: )", re.S)
 
@@ -221,7 +222,7 @@ def test_the_answer_command(url, server, monkeypatch, capsys):
     assert main([*args, "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["answered"] and list(payload["supporting"].values()) == ["Marie Curie was born in Warsaw."]
-    assert payload["retrieval"]["mode"] == "hybrid" and len(payload["retrieval"]["documents"]) == 3
+    assert payload["retrieval"]["mode"] == DEFAULT_MODE == "graph" and len(payload["retrieval"]["documents"]) == 3
     assert main(args) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "In Warsaw." and out[1].endswith(": Marie Curie was born in Warsaw.")
