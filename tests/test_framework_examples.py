@@ -41,11 +41,11 @@ def test_langchain_rag_example_offline():
 
 def test_llama_index_query_engine_example_offline():
     pytest.importorskip("llama_index.retrievers.surreal_kgrag", reason="install integrations/llama_index (scripts/setup.sh does)")
-    out = run_example("llama_index_query_engine.py", "Which element did the Curies discover?")
+    out = run_example("llama_index_query_engine.py", "Which element did the Curies discover?", "--mode", "hybrid")
     assert "no OPENAI_API_KEY set, so using MockLLM" in out
     # MockLLM echoes the prompt, so the answer shows the retrieved context reached the LLM
     assert "Answer: Context information is below." in out and "Curie" in out.split("Answer:")[1]
-    nodes = [line for line in out.split("Source nodes (graph mode):")[1].splitlines() if line.strip()]
+    nodes = [line for line in out.split("Source nodes (hybrid mode):")[1].splitlines() if line.strip()]
     assert len(nodes) >= 3
     assert all("score=" in line and "ref_doc_id=" in line for line in nodes)
     assert any("polonium.txt" in line for line in nodes)
