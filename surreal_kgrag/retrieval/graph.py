@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .. import phrases
+from .. import identity, phrases
 from ..db.sdk import RecordID
 from ..extract import NOUN_PHRASE
 from ..ids import concept_id
@@ -71,7 +71,7 @@ class GraphRetriever(HybridRetriever):
             }
             placeholders: dict[str, int | CompiledFilter] = {"candidates": candidates, "filter": request.filter}
             queries.append(Query("search_fulltext", text_params, placeholders))
-        periods = documents.question_names(request.query)[1]
+        periods = identity.periods(request.query)
         if self._uses_documents():
             queries.append(documents.name_lookup(spans, periods, config.document_per_name, request))
         results = yield Concurrently(tuple(queries))
