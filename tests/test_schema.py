@@ -27,7 +27,7 @@ def test_schema_is_idempotent():
         ensure_schema(store, dimension=8, embedder="e")
         ensure_schema(store, dimension=8, embedder="e")
         assert _definitions(store) == first
-        assert set(first["db"]["tables"]) == {"document", "chunk", "chunk_text", "term", "concept", "concept_chunks", "chunk_concepts", "concept_vector_queue", "MENTIONS_CONCEPT", "RELATES_TO", "kg_meta", "document_name"}
+        assert set(first["db"]["tables"]) == {"document", "chunk", "chunk_text", "term", "concept", "concept_chunks", "chunk_concepts", "concept_vector_queue", "MENTIONS_CONCEPT", "RELATES_TO", "kg_meta", "document_name", "pending_write"}
 
 
 def test_schema_declares_the_documented_indexes():

@@ -26,12 +26,21 @@ class IngestConfig(BaseModel):
         2, ge=1, le=16, description="batches waiting between two stages: bounds memory whatever the corpus size"
     )
     max_document_chars: int = Field(
+        20_000_000,
+        ge=1_000,
+        description=(
+            "longest document ingested, checked before any model work (a longer one is reported and skipped): "
+            "its chunks, vectors and concepts are held in memory until written. A document longer than group_chunks "
+            "chunks is written in slices of that many (bounded transactions) and shown to readers only once whole"
+        ),
+    )
+    part_chars: int = Field(
         2_000_000,
         ge=1_000,
         description=(
-            "longest document written as one record (one transaction). Longer text files are read in "
-            "parts of this size, each stored as its own document `<path>#part-00001`, ...; any other "
-            "longer document is reported and skipped before model work"
+            "text and Markdown files longer than this (or than max_document_chars) are read a block at a time, in "
+            "parts of about this size, each stored as its own document `<path>#part-00001`, ...: memory stays "
+            "bounded by the part, whatever the file's size"
         ),
     )
     concept_vector_min_chunks: int = Field(

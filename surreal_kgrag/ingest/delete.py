@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import Any
 
@@ -11,7 +12,12 @@ from ..ids import document_id
 from ..models import SourceDocument
 from ..retrieval.scope import UNRESTRICTED, Scope
 from ..schema import read_meta
+from ..surql import NO_FILTER
 from .scoped import avisible, visible
+from .slices import delete_long
+
+#: Chunks one delete transaction removes at most (IngestConfig.group_chunks' default).
+SLICE_CHUNKS = 256
 
 
 def delete_documents(store: SurrealStore, keys: Iterable[str], scope: Scope = UNRESTRICTED) -> int:
@@ -31,14 +37,20 @@ async def adelete_documents(store: SurrealStore, keys: Iterable[str], scope: Sco
         return 0
     parts = [row["id"] for row in (await store.aquery("document_parts", {"sources": keys}))[-1]]
     ids = await avisible(store, _distinct([*(document_id(k) for k in keys), *parts]), scope)
-    return int((await store.aquery("delete_documents", {"doc_ids": ids}))[-1] or 0) if ids else 0
+    return await asyncio.to_thread(delete_records, store, ids) if ids else 0
 
 
-def delete_records(store: SurrealStore, ids: list[RecordID]) -> int:
-    """Delete exactly these document records (one transaction); returns how many existed."""
+def delete_records(store: SurrealStore, ids: list[RecordID], slice_chunks: int = SLICE_CHUNKS) -> int:
+    """Delete exactly these document records; returns how many existed. The documents of at most
+    ``slice_chunks`` chunks go in one transaction, each longer one in bounded steps (slices.py)."""
     if not ids:
         return 0
-    return int(store.query("delete_documents", {"doc_ids": _distinct(ids)})[-1] or 0)
+    ids = _distinct(ids)
+    counts = store.query("document_chunk_counts", {"ids": ids}, filter=NO_FILTER)[-1]
+    long = {str(row["id"].id) for row in counts if (row.get("chunk_count") or 0) > slice_chunks}
+    short = [rid for rid in ids if str(rid.id) not in long]
+    deleted = int(store.query("delete_documents", {"doc_ids": short})[-1] or 0) if short else 0
+    return deleted + sum(delete_long(store, rid, slice_chunks) for rid in ids if str(rid.id) in long)
 
 
 def stale_parts(store: SurrealStore, docs: list[SourceDocument], scope: Scope = UNRESTRICTED) -> list[RecordID]:

@@ -36,6 +36,7 @@ from .delete import delete_records, stale_parts
 from .records import DocumentWork, PreparedDocument, in_context, prepare
 from .relations import GraphExtractor, extract_graphs
 from .scoped import labelled
+from .slices import finish_pending_writes
 from .stages import StageLine
 from .writer import Writer
 
@@ -110,6 +111,7 @@ class Run:
     def execute(self) -> IngestSummary:
         self.started = time.perf_counter()
         self.ensure_schema()
+        finish_pending_writes(self.store, self.config.group_chunks)
         show = self.config.show_progress
         self.progress = tqdm(
             desc="ingest", unit="doc", file=sys.stderr, disable=(not sys.stderr.isatty()) if show is None else not show
@@ -163,7 +165,7 @@ class Run:
         self.summary.skipped += batch.skipped
         self._written(len(batch.failures) + batch.skipped, 0)
         with self._timed("write"):
-            delete_records(self.store, batch.stale)
+            delete_records(self.store, batch.stale, self.config.group_chunks)
             writer.write(batch.prepared, self.abort.is_set)
 
     @contextlib.contextmanager
@@ -304,7 +306,7 @@ def check_document(doc: SourceDocument | Any, max_chars: int) -> LoadFailure | N
         return LoadFailure(
             source=doc.source,
             reason=f"document has {len(doc.text):,} characters, more than max_document_chars={max_chars:,} "
-            "(IngestConfig); split it, or raise the limit (one document is written in one transaction)",
+            "(IngestConfig); split it, or raise the limit (a document is held in memory until it is written)",
         )
     problem = find_unstorable(
         {"key": doc.key, "source": doc.source, "title": doc.title, "text": doc.text, "metadata": doc.metadata, "access": doc.access}

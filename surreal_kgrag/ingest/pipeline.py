@@ -124,7 +124,7 @@ class Ingestor:
     def _sources(self, inputs: Iterable[Any] | str | os.PathLike[str], options: dict[str, Any]) -> Iterable[Any]:
         if isinstance(inputs, (str, os.PathLike)):
             inputs = [inputs]
-        options.setdefault("part_chars", self.config.max_document_chars)
+        options.setdefault("part_chars", min(self.config.part_chars, self.config.max_document_chars))
         return iter_sources(inputs, **options)
 
     def _ensure_schema(self) -> None:

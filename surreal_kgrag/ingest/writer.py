@@ -2,11 +2,17 @@
 
 A group that fails is written again one document at a time, so one bad document is reported and the
 others are written. A group that lost a write conflict to another writer is written again.
+
+A document longer than a group is written in slices of a group's size (``slices.py``): one
+transaction holding everything would grow with the document, and SurrealDB slows down sharply and
+holds memory as one transaction's write set grows. Readers see no part of it before its row is
+committed, and the version it replaces until then.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from ..db import SurrealStore
 from ..errors import QueryExecutionError
@@ -15,6 +21,7 @@ from ..surql import NO_FILTER, CompiledFilter
 from .bridges import link
 from .concepts import concept_record
 from .records import PreparedDocument, groups
+from .slices import remove_stale, slices, version
 
 ATTEMPTS = 4
 #: How write_documents.surql's refusals of a scoped writer begin.
@@ -48,37 +55,74 @@ class Writer:
         for group in groups(prepared, self.group_size, self.group_chunks):
             if stop():
                 return
-            self._write_group(group)
+            if group[0].size > self.group_chunks:  # groups() gives a longer document a group of its own
+                self._write_in_slices(group[0], stop)
+            else:
+                self._write_group(group)
 
     def _write_group(self, group: list[PreparedDocument]) -> None:
+        try:
+            created = self._retrying(lambda: self._write(group))
+        except (QueryExecutionError, ValueError, OverflowError) as error:  # ValueError: a value the SDK cannot encode
+            self._isolate(group, error)
+            return
+        self._count(group, created)
+
+    def _write_in_slices(self, item: PreparedDocument, stop: Callable[[], bool]) -> None:
+        """Slices of the chunks, each a transaction, then the row (``commit_document.surql``); the
+        chunks of the version replaced, or of this one when it failed or was stopped, are removed
+        after (bounded transactions too). A ``pending_write`` row, renewed per slice, lets a later
+        run finish that removal when the process dies meanwhile."""
+        doc_id = item.record["id"]
+        created = 0
+        committed = False
+        self.store.query("pending_write", {"doc": doc_id})
+        try:
+            for part in slices(item, self.group_chunks):
+                if stop():
+                    break
+                created += self._retrying(partial(self._write, [part], whole=False))
+                self.store.query("pending_write", {"doc": doc_id})
+            else:
+                self._retrying(partial(self._commit, item))
+                committed = True
+        except (QueryExecutionError, ValueError, OverflowError) as error:
+            self._fail(item, error)
+        finally:
+            remove_stale(self.store, doc_id, self.group_chunks)
+            self.store.query("pending_write_done", {"doc": doc_id})
+        if committed:
+            self._count([item], created)
+
+    def _retrying(self, write: Callable[[], int]) -> int:
+        """``write()``, again when it lost a write conflict to another writer."""
         for attempt in range(1, ATTEMPTS + 1):
             try:
-                created = self._write(group)
+                return write()
             except QueryExecutionError as error:
                 if attempt < ATTEMPTS and "conflict" in str(error).lower():
                     continue
-                self._isolate(group, error)
-                return
-            except (ValueError, OverflowError) as error:  # a value the SDK cannot encode
-                self._isolate(group, error)
-                return
-            self._count(group, created)
-            return
+                raise
+        raise AssertionError("unreachable")
 
     def _isolate(self, group: list[PreparedDocument], error: Exception) -> None:
         if len(group) > 1:
             for item in group:
                 self._write_group([item])
             return
-        item = group[0]
+        self._fail(group[0], error)
+
+    def _fail(self, item: PreparedDocument, error: Exception) -> None:
         message = str(error)
         if SCOPE_REFUSAL in message:  # write_documents.surql's own words, without the engine's wrapping
             message = SCOPE_REFUSAL + message.split(SCOPE_REFUSAL, 1)[1]
         self.summary.failures.append(LoadFailure(source=item.doc.source, reason=f"write failed: {message}"))
         self.on_written(1, 0)
 
-    def _write(self, group: list[PreparedDocument]) -> int:
-        """One transaction; returns how many concepts it created."""
+    def _write(self, group: list[PreparedDocument], *, whole: bool = True) -> int:
+        """One transaction; returns how many concepts it created. ``whole``: the group's documents
+        are complete, their rows are written and their stored chunks replaced; otherwise the group is
+        one slice of a document (no row, nothing replaced)."""
         bridges = link(self.store, group, self.scope)  # adds forward bridges to the group's edges and concepts
         mentions: dict[str, ConceptMention] = {}
         for item in group:
@@ -97,13 +141,14 @@ class Writer:
             "write_documents",
             {
                 "doc_ids": [item.record["id"] for item in group],
-                "documents": [item.record for item in group],
+                "replace_ids": [item.record["id"] for item in group] if whole else [],
+                "documents": [item.record for item in group] if whole else [],
                 "concepts": concepts,
                 "chunks": [c for item in group for c in item.chunks],
                 "texts": [t for item in group for t in item.texts],
                 "edges": [e for item in group for e in item.edges],
                 "relations": [r for item in group for r in item.relations],
-                "document_names": [n for item in group for n in item.names],
+                "document_names": [n for item in group for n in item.names] if whole else [],
                 "bridges": bridges,
                 "vector_min_chunks": self.vector_min_chunks,
                 **self.scope.params,
@@ -111,6 +156,17 @@ class Writer:
             scope=self.scope,
         )[-1]
         return created
+
+    def _commit(self, item: PreparedDocument) -> int:
+        params = {
+            "doc_ids": [item.record["id"]],
+            "documents": [item.record],
+            "document_names": item.names,
+            "version": version(item),
+            **self.scope.params,
+        }
+        self.store.query("commit_document", params, scope=self.scope)
+        return 0
 
     def _count(self, group: list[PreparedDocument], created: int) -> None:
         chunks = 0

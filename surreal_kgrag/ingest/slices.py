@@ -1,0 +1,80 @@
+"""Long documents in bounded transactions.
+
+A document longer than one write group is written as slices of its chunks (``write_documents.surql``
+without a row), then committed by writing its row (``commit_document.surql``): readers only show a
+chunk of the version its document row names (``fragments/current_version.surql``), so they see the
+old version until the commit and the new one, whole, after it. The chunks of the other version are
+then removed a slice at a time (``remove_stale_chunks.surql``), and a long document is deleted the
+same way: its row first, its chunks after. A ``pending_write`` row stands for each such write while
+it runs; one that a crash left is finished by the next ingest run (:func:`finish_pending_writes`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Iterator
+
+from ..db import SurrealStore
+from ..db.sdk import RecordID
+from .records import PreparedDocument
+
+#: A pending_write row not renewed for this long was left by a process that died: a slice is
+#: renewed after every transaction, and no transaction of a bounded slice takes minutes.
+ABANDONED_AFTER = datetime.timedelta(minutes=15)
+
+
+def version(item: PreparedDocument) -> str:
+    """The content hash part of the document's chunk ids (``ids.chunk_record_id``)."""
+    return str(item.doc.content_hash)[:12]
+
+
+def slices(item: PreparedDocument, size: int) -> Iterator[PreparedDocument]:
+    """The document as consecutive slices of at most ``size`` chunks, each with its own chunks'
+    texts, edges, relations, phrases and the concepts those edges mention."""
+    for start in range(0, len(item.chunks), size):
+        chunks = item.chunks[start : start + size]
+        ids = {str(chunk["id"].id) for chunk in chunks}
+        edges = [edge for edge in item.edges if str(edge["in"].id) in ids]
+        names = {str(edge["out"].id) for edge in edges}
+        yield dataclasses.replace(
+            item,
+            chunks=chunks,
+            texts=item.texts[start : start + size],
+            edges=edges,
+            relations=[r for r in item.relations if str(r["chunk"].id) in ids],
+            concepts={name: mention for name, mention in item.concepts.items() if name in names},
+            names=[],
+            phrases=item.phrases[start : start + size],
+        )
+
+
+def remove_stale(store: SurrealStore, doc_id: RecordID, size: int) -> int:
+    """Remove the chunks of ``doc_id`` that are not of its stored version (all of them when it has
+    no row), ``size`` per transaction; returns how many went."""
+    removed = 0
+    while True:
+        gone = int(store.query("remove_stale_chunks", {"doc": doc_id, "limit": size})[-1] or 0)
+        removed += gone
+        if gone < size:
+            return removed
+
+
+def delete_long(store: SurrealStore, doc_id: RecordID, size: int) -> int:
+    """Delete a long document in bounded steps: its row (readers no longer see it), then its chunks
+    ``size`` at a time. Returns 1 when it existed."""
+    existed = int(store.query("retire_document", {"doc": doc_id})[-1] or 0)
+    remove_stale(store, doc_id, size)
+    store.query("pending_write_done", {"doc": doc_id})
+    return existed
+
+
+def finish_pending_writes(store: SurrealStore, size: int, abandoned_after: datetime.timedelta = ABANDONED_AFTER) -> int:
+    """Finish the writes in slices that a dead process left (their pending_write row not renewed
+    for ``abandoned_after``): remove their chunks not of the stored version. Returns how many."""
+    before = datetime.datetime.now(datetime.timezone.utc) - abandoned_after
+    docs: list[RecordID] = store.query("pending_writes", {"before": before})[-1]
+    for doc_id in docs:
+        remove_stale(store, doc_id, size)
+        store.query("pending_write_done", {"doc": doc_id})
+    return len(docs)

@@ -1,0 +1,183 @@
+"""A document longer than one write group is written in bounded transactions (slices of its chunks,
+then its row), readers never see a part of it, and a stop, a failure or a crash part-way leaves the
+store as if the write had not begun. Generated chunks, vectors and mentions on the real engine: the
+write path alone, no models."""
+
+from __future__ import annotations
+
+import datetime
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from test_ingest_safety import integrity
+
+from surreal_kgrag.db.sdk import RecordID
+from surreal_kgrag.extract import NOUN_PHRASE
+from surreal_kgrag.ingest.delete import delete_records
+from surreal_kgrag.ingest.records import DocumentWork, prepare
+from surreal_kgrag.ingest.slices import finish_pending_writes, slices
+from surreal_kgrag.ingest.writer import Writer
+from surreal_kgrag.models import ConceptMention, IngestSummary, SourceDocument, TextChunk
+from surreal_kgrag.schema import ensure_schema
+from surreal_kgrag.store import SurrealStore
+from surreal_kgrag.surql import NO_FILTER
+
+GROUP = 64  # chunks per write transaction in these tests (IngestConfig.group_chunks is 256)
+WORDS = "revenue margin segment growth quarter operating income cash assets liabilities equity shares".split()
+
+
+def document(key: str, chunks: int, seed: int) -> DocumentWork:
+    """``chunks`` generated chunks; each mentions 6 of 150 shared concepts, so concepts recur across
+    chunks, slices and documents."""
+    rng = random.Random(seed)
+    texts = [" ".join(rng.choice(WORDS) for _ in range(60)) + f" {seed}-{i}." for i in range(chunks)]
+    spans, position = [], 0
+    for index, text in enumerate(texts):
+        spans.append(TextChunk(index=index, content=text, start=position, end=position + len(text)))
+        position += len(text) + 1
+    work = DocumentWork(SourceDocument(key=key, text="\n".join(texts), title=key.title(), source=key), spans, exists=False)
+    work.mentions = [
+        [ConceptMention(name=f"k{n}", display=f"K{n}", kind=NOUN_PHRASE) for n in rng.sample(range(150), 6)] for _ in spans
+    ]
+    work.vectors = [np.asarray(np.random.default_rng(seed * 10_000 + i).random(8), dtype=np.float32) for i in range(chunks)]
+    work.contexts = texts
+    return work
+
+
+class Recording:
+    """The store, recording how many chunks each write transaction carried."""
+
+    def __init__(self, store: SurrealStore) -> None:
+        self.store = store
+        self.chunks_per_write: list[int] = []
+
+    def query(self, name: str, params: Any = None, **placeholders: Any) -> list[Any]:
+        if name == "write_documents":
+            self.chunks_per_write.append(len(params["chunks"]))
+        return self.store.query(name, params, **placeholders)
+
+
+def write(store: Any, *works: DocumentWork, group_chunks: int = GROUP, stop: Any = lambda: False) -> IngestSummary:
+    summary = IngestSummary()
+    writer = Writer(store, summary, group_size=16, group_chunks=group_chunks, vector_min_chunks=2)
+    writer.write([prepare(work, []) for work in works], stop)
+    return summary
+
+
+def snapshot(store: SurrealStore) -> dict[str, Any]:
+    """Every row that counts chunks, as the tests compare two stores by it."""
+    rows = {
+        "documents": "SELECT id, chunk_count, content_hash FROM document ORDER BY id",
+        "chunks": "SELECT VALUE id FROM chunk ORDER BY id",
+        "concepts": "SELECT id, df, titled FROM concept ORDER BY id",
+        "counts": "SELECT id, n, array::sort(chunks ?? []) AS chunks FROM concept_chunks ORDER BY id",
+        "terms": "SELECT id, df FROM term ORDER BY id",
+        "edges": "SELECT VALUE [in, out] FROM MENTIONS_CONCEPT ORDER BY in, out",
+    }
+    return {name: store.query_text("test: snapshot", sql)[-1] for name, sql in rows.items()}
+
+
+def chunks_shown(store: SurrealStore, key: str) -> list[int]:
+    """The chunk indexes a reader is shown for a document (get_document.surql)."""
+    rows = store.query("get_document", {"ids": [RecordID("document", key)]})[-1]
+    return [chunk["index"] for chunk in rows[0]["chunks"]] if rows else []
+
+
+def hydrated(store: SurrealStore, work: DocumentWork) -> int:
+    """How many of the document's chunks the retrievers' hydration would return."""
+    prepared = prepare(work, [])
+    params = {"documents": [prepared.record["id"]], "chunks": [c["id"] for c in prepared.chunks]}
+    return len(store.query("hydrate_results", params, filter=NO_FILTER)[-1]["chunks"])
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    with SurrealStore(f"surrealkv://{tmp_path / 'kg'}") as s:
+        ensure_schema(s, dimension=8, embedder="generated")
+        yield s
+
+
+@pytest.fixture
+def reference(tmp_path: Path):
+    """A second store, written in one transaction per document, to compare against."""
+    with SurrealStore(f"surrealkv://{tmp_path / 'ref'}") as s:
+        ensure_schema(s, dimension=8, embedder="generated")
+        yield s
+
+
+def test_a_long_document_is_written_in_bounded_transactions_and_ends_as_one_transaction_would(store, reference):
+    short, long = document("short.txt", 20, seed=1), document("long.txt", 300, seed=2)
+    recording = Recording(store)
+    summary = write(recording, short, long)
+    assert summary.failures == [] and (summary.added, summary.chunks) == (2, 320)
+    assert max(recording.chunks_per_write) <= GROUP and len(recording.chunks_per_write) >= 300 // GROUP + 1
+    write(reference, document("short.txt", 20, seed=1), document("long.txt", 300, seed=2), group_chunks=1_000)
+    assert snapshot(store) == snapshot(reference)
+    assert integrity(store) == {}
+    assert chunks_shown(store, "long.txt") == list(range(300))
+
+
+def test_a_long_document_replaced_by_a_new_version_keeps_no_old_chunk(store, reference):
+    write(store, document("long.txt", 300, seed=2), document("other.txt", 90, seed=3))
+    summary = write(store, document("long.txt", 200, seed=4))  # new text: new content hash, new chunk ids
+    assert summary.failures == [] and summary.chunks == 200
+    write(reference, document("other.txt", 90, seed=3), document("long.txt", 200, seed=4), group_chunks=1_000)
+    assert snapshot(store) == snapshot(reference)
+    assert integrity(store) == {}
+
+
+def test_readers_see_the_old_version_while_the_new_one_is_written_and_a_stop_rolls_it_back(store):
+    old, new = document("long.txt", 130, seed=2), document("long.txt", 200, seed=5)
+    write(store, old)
+    before = snapshot(store)
+    seen: list[tuple[list[int], int, int]] = []
+
+    def stop_after_two_slices() -> bool:
+        stored = store.query_text("test: chunks", "RETURN count(SELECT id FROM chunk);")[-1]
+        if stored >= 130 + 2 * GROUP:  # two slices of the new version are stored beside the old one
+            seen.append((chunks_shown(store, "long.txt"), hydrated(store, new), hydrated(store, old)))
+            return True
+        return False
+
+    summary = write(store, new, stop=stop_after_two_slices)
+    assert seen == [(list(range(130)), 0, 130)]  # old version whole, nothing of the new one
+    assert summary.added == summary.updated == 0 and summary.chunks == 0
+    assert snapshot(store) == before and integrity(store) == {}
+
+
+def test_a_crash_part_way_leaves_chunks_no_reader_sees_and_the_next_run_removes_them(store, reference):
+    write(store, document("other.txt", 40, seed=3))
+    write(reference, document("other.txt", 40, seed=3))
+    work = document("long.txt", 200, seed=2)
+    writer = Writer(store, IngestSummary(), group_size=16, group_chunks=GROUP, vector_min_chunks=2)
+    store.query("pending_write", {"doc": RecordID("document", "long.txt")})
+    for part in list(slices(prepare(work, []), GROUP))[:2]:  # what a process killed after two slices leaves
+        writer._write([part], whole=False)
+    assert store.query_text("test: chunks", "RETURN count(SELECT id FROM chunk);")[-1] == 40 + 2 * GROUP
+    assert chunks_shown(store, "long.txt") == [] and hydrated(store, work) == 0
+
+    assert finish_pending_writes(store, GROUP) == 0  # a write renewed just now may be another process's, running
+    assert integrity(store) == {"chunks_without_document": 2 * GROUP, "chunks_not_of_stored_version": 2 * GROUP, "pending_writes": 1}
+    assert finish_pending_writes(store, GROUP, abandoned_after=datetime.timedelta(0)) == 1
+    assert snapshot(store) == snapshot(reference) and integrity(store) == {}
+
+
+def test_a_long_document_is_deleted_in_bounded_transactions(store, reference, monkeypatch):
+    write(store, document("long.txt", 300, seed=2), document("other.txt", 90, seed=3))
+    write(reference, document("other.txt", 90, seed=3))
+    removed: list[int] = []
+    original = store.query
+
+    def spy(name: str, params: Any = None, **placeholders: Any) -> list[Any]:
+        result = original(name, params, **placeholders)
+        if name == "remove_stale_chunks":
+            removed.append(result[-1])
+        return result
+
+    monkeypatch.setattr(store, "query", spy)
+    assert delete_records(store, [RecordID("document", "long.txt"), RecordID("document", "nope")], slice_chunks=GROUP) == 1
+    assert removed and max(removed) <= GROUP and sum(removed) == 300
+    assert snapshot(store) == snapshot(reference) and integrity(store) == {}
