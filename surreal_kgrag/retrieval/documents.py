@@ -106,15 +106,25 @@ def hits(named: list[tuple[str, float, str]], passage_rows: list[list[dict[str, 
     return out
 
 
-def channel(
+def named_documents(
     request: Any, rows: list[dict[str, Any]], spans: list[phrases.Span], periods: list[str], total: int, config: Any
-) -> Plan[list[Hit]]:
-    """The channel's hits from the name lookup's ``rows`` (``document_names.surql``)."""
+) -> list[tuple[str, float, str]]:
+    """The documents whose passages the channel reads, from the name lookup's ``rows``
+    (``document_names.surql``): those scoring at least ``document_share`` of the best, at most
+    ``document_pool``."""
     latest = identity.asks_latest(request.query)
     named = scores(rows, spans, periods, total, config.document_per_name, latest, config.document_min_chunks)
     if named:
         least = config.document_share * named[0][1]
         named = [item for item in named if item[1] >= least][: config.document_pool]
+    return named
+
+
+def channel(
+    request: Any, rows: list[dict[str, Any]], spans: list[phrases.Span], periods: list[str], total: int, config: Any
+) -> Plan[list[Hit]]:
+    """The channel's hits from the name lookup's ``rows`` (``document_names.surql``)."""
+    named = named_documents(request, rows, spans, periods, total, config)
     if not named:
         return []
     found = (yield passages(request, [doc for doc, _, _ in named], config.chunks_per_document))[-1]

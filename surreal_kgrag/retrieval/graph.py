@@ -3,11 +3,13 @@
 Per question, two database round trips before hydration:
 
 1. the question's candidate names (every n-gram, :mod:`surreal_kgrag.phrases`) looked up among the
-   stored concepts (``graph_names.surql``), at the same time as the BM25 channel;
+   stored concepts (``graph_names.surql``) and among the documents' names (the document channel,
+   :mod:`.documents`), at the same time as the BM25 channel;
 2. the subgraph around the seeds: KNN chunks, the chunks of the concepts the question names, the
    BM25 chunks, their concepts and those concepts' other chunks, all within the caller's scope
    (``graph_subgraph.surql`` from the adjacency lists for a caller who may read everything,
-   ``graph_subgraph_scoped.surql`` from the edges, each checked against the scope, for the others).
+   ``graph_subgraph_scoped.surql`` from the edges, each checked against the scope, for the others),
+   at the same time as the passages of the documents the question names.
 
 The walk (:mod:`.walk`) runs client-side on that subgraph and its document ranking is fused with
 BM25 (and the KNN order, weight 0, which only fills up to k).
@@ -78,9 +80,21 @@ class GraphRetriever(HybridRetriever):
         names = self._names(spans, results[0][-1], chunk_total)
         text = [Hit.of(row, "text") for row in results[1][-1]] if words else []
         text.sort(key=lambda h: -h.score)
+        named_docs: list[tuple[str, float, str]] = []
+        if self._uses_documents():
+            total = yield from self._documents_in_store()
+            named_docs = documents.named_documents(request, results[-1][-1], spans, periods, total, config)
+        # The named documents' passages are read beside the first subgraph: no round trip of their own.
+        passages = documents.passages(request, [doc for doc, _, _ in named_docs], config.chunks_per_document) if named_docs else None
+        passage_rows: list[list[dict[str, Any]]] = []
         exact = False
         while candidates is not None:
-            out = yield from self._subgraph(request, names, text, candidates, exact)
+            query = yield from self._subgraph(request, names, text, candidates, exact)
+            if passages is not None:
+                first, read = yield Concurrently((query, passages))
+                out, passage_rows, passages = first[-1], read[-1], None
+            else:
+                out = (yield query)[-1]
             fetched = len(out["knn"])
             if not exact and exact_instead(request, fetched, candidates):
                 exact = True
@@ -88,9 +102,8 @@ class GraphRetriever(HybridRetriever):
             sub = assemble(out, [(hit.chunk, hit.doc) for hit in text])
             found = len(set(sub.docs))
             candidates = grow(candidates, found, request.fetch, fetched if exact else pool_used(request, fetched, candidates))
-        named = (yield from self._document_channel(request, results[-1][-1], spans, periods)) if self._uses_documents() else []
         channels = {
-            "document": named,
+            "document": documents.hits(named_docs, passage_rows),
             "graph": self._walk(request, sub, out, names, chunk_total),
             "text": text,
             "vector": sorted(
@@ -106,9 +119,9 @@ class GraphRetriever(HybridRetriever):
 
     def _subgraph(
         self, request: Request, names: dict[str, tuple[float, int]], text: list[Hit], candidates: int, exact: bool
-    ) -> Plan[dict[str, Any]]:
-        """The subgraph around the seeds: from the adjacency lists for a caller who may read the whole
-        store, from the edges (each checked against the scope) for any other."""
+    ) -> Plan[Query]:
+        """The query of the subgraph around the seeds: from the adjacency lists for a caller who may
+        read the whole store, from the edges (each checked against the scope) for any other."""
         config = self.config
         lists = yield from self._adjacency_lists()
         named = [name for name, (_, n) in names.items() if n <= config.max_df]
@@ -122,13 +135,13 @@ class GraphRetriever(HybridRetriever):
         placeholders = self._knn_placeholders(request, candidates)
         if lists and not request.filter.condition:
             params |= {"named": [RecordID("concept_chunks", name) for name in named], "text_chunks": [hit.chunk for hit in text]}
-            return (yield Query("graph_subgraph", params, placeholders))[-1]
+            return Query("graph_subgraph", params, placeholders)
         params |= {
             "named": [concept_id(name) for name in named],
             "text_chunks": [RecordID("chunk", hit.chunk) for hit in text],
             **request.filter.params,
         }
-        return (yield Query("graph_subgraph_scoped", params, placeholders))[-1]
+        return Query("graph_subgraph_scoped", params, placeholders)
 
     def _adjacency_lists(self) -> Plan[bool]:
         """Whether the store keeps the adjacency lists (schema 7 on). A store written by an older

@@ -105,7 +105,8 @@ class HybridRetriever(BaseRetriever):
         channels: dict[str, list[Hit]] = {}
         exact = False
         while candidates is not None:
-            channels, out = yield from self._channels(request, chunk_total, candidates, exact)
+            # The document channel does not depend on the pool: looked up once, with the first pool.
+            channels, out = yield from self._channels(request, chunk_total, candidates, exact, channels.get("document"))
             if not exact and exact_instead(request, out["fetched"], candidates):
                 exact = True
                 continue
@@ -117,7 +118,7 @@ class HybridRetriever(BaseRetriever):
         return channels
 
     def _channels(
-        self, request: Request, chunk_total: int, candidates: int, exact: bool
+        self, request: Request, chunk_total: int, candidates: int, exact: bool, document_hits: list[Hit] | None = None
     ) -> Plan[tuple[dict[str, list[Hit]], dict[str, Any]]]:
         params = {
             "exact": exact,
@@ -142,7 +143,8 @@ class HybridRetriever(BaseRetriever):
             }
             queries.append(Query("search_fulltext", text_params, {"candidates": placeholders["candidates"], "filter": request.filter}))
         spans, periods = documents.question_names(request.query)
-        if self._uses_documents():
+        lookup = self._uses_documents() and document_hits is None
+        if lookup:
             queries.append(documents.name_lookup(spans, periods, self.config.document_per_name, request))
         results = yield Concurrently(tuple(queries))
         out = results[0][-1]
@@ -152,8 +154,10 @@ class HybridRetriever(BaseRetriever):
             "text": [Hit.of(row, "text") for row in text_rows],
             "concept": [Hit.of(row, "concept") for row in out["concepts"]],
         }
-        if self._uses_documents():
+        if lookup:
             channels["document"] = yield from self._document_channel(request, results[-1][-1], spans, periods)
+        elif document_hits is not None:
+            channels["document"] = document_hits
         for hits in channels.values():
             hits.sort(key=lambda h: -h.score)
         return channels, out
