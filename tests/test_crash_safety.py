@@ -17,6 +17,7 @@ import pytest
 from test_ingest_safety import PEOPLE, PLACES, TOPICS, integrity, prose
 
 from surreal_kgrag import IngestConfig, Ingestor, SurrealStore
+from surreal_kgrag.db.sdk import RecordID
 from surreal_kgrag.llm import LLMExtractor, LLMSettings, ReadonlyLimits, run_readonly_query
 from surreal_kgrag.llm.scripted import ScriptedChatServer, first_user_message
 
@@ -176,3 +177,40 @@ def test_sigkill_with_an_llm_extractor_leaves_documents_whole_with_their_relatio
         assert (summary.skipped, summary.added, summary.failed) == (written, DOCUMENTS - written, 0)
         assert integrity(store) == {}
         assert snapshot(store) == clean_llm
+
+
+# -- a document longer than a write group: written in slices, shown only once committed ------------
+
+
+@pytest.fixture(scope="module")
+def long_corpus(tmp_path_factory) -> Path:
+    """Two short documents around one of about 20 chunks: the subprocess writes groups of at most 6
+    chunks, so the long one is written in slices between them."""
+    docs = [("a-short", prose(12, seed=1)), ("b-long", prose(120, seed=2)), ("c-short", prose(18, seed=3))]
+    path = tmp_path_factory.mktemp("long") / "corpus.jsonl"
+    path.write_text("\n".join(json.dumps({"id": key, "title": f"Ledger {key}", "text": text}) for key, text in docs) + "\n")
+    return path
+
+
+def test_sigkill_while_a_long_document_is_written_in_slices_shows_none_of_it_and_a_rerun_matches_a_clean_run(
+    long_corpus, minilm, spacy_extractor, tmp_path
+):
+    with SurrealStore("mem://") as store:
+        Ingestor(store, embedder=minilm, extractor=spacy_extractor).ingest([long_corpus])
+        clean = snapshot(store)
+    assert clean["documents"]["b-long"]["chunks"] > 3 * 6  # several slices of the subprocess's 6-chunk groups
+    url = f"surrealkv://{tmp_path / 'kg'}"
+    code, lines, _ = run_until(long_corpus, url, "write-done 3", signal.SIGKILL)
+    assert code == -signal.SIGKILL
+    with SurrealStore(url) as store:
+        documents = snapshot(store)["documents"]
+        assert "b-long" not in documents, lines  # two slices stored, never committed
+        assert all(row == clean["documents"][key] for key, row in documents.items())
+        left = integrity(store)  # the slices: chunks no document row names, waiting for the next run
+        assert left["chunks_without_document"] == left["chunks_not_of_stored_version"] >= 2 * 6 and left["pending_writes"] == 1
+        assert set(left) == {"chunks_without_document", "chunks_not_of_stored_version", "pending_writes"}
+        assert store.query("get_document", {"ids": [RecordID("document", "b-long")]})[-1] == []
+        summary = Ingestor(store, embedder=minilm, extractor=spacy_extractor).ingest([long_corpus])
+        assert summary.failed == 0 and summary.added == 3 - len(documents)
+        assert integrity(store) == {}
+        assert snapshot(store) == clean

@@ -77,6 +77,7 @@ class Writer:
         created = 0
         committed = False
         self.store.query("pending_write", {"doc": doc_id})
+        remove_stale(self.store, doc_id, self.group_chunks)  # what a crashed write of this document left
         try:
             for part in slices(item, self.group_chunks):
                 if stop():
