@@ -6,14 +6,14 @@
 A folder is either format of ``surreal_kgrag.evaluate``: ``corpus.jsonl`` with queries naming
 ``gold_ids``, or files (``docs/``, or beside ``queries.jsonl``) with queries naming ``gold_files``;
 ``--docs``/``--queries`` name one more set explicitly. Each set is ingested into its own embedded store under --store-dir
-(re-runs skip unchanged records), then every mode answers every query twice: once with a fresh query
-embedding, once with it cached. Printed per mode: recall@1/2/5 over distinct documents (from the
-second run), overall and per question type when the queries have one; the baselines (numpy exact
+(re-runs skip unchanged records), then every mode answers every query once, as a new question
+(``surreal_kgrag.evaluate.evaluate_retriever``). Printed per mode: recall@1/2/5 over distinct
+documents, overall and per question type when the queries have one; the baselines (numpy exact
 cosine and BM25 over the same stored chunks) in the same table; how many gold documents the store
-does not hold;
-database time p50 / p95 (the time spent in SurrealDB queries, answers decoded); total latency
-p50 / p95 without the embedding (database + client work: phrase lookup, PPR, fusion); and total
-p50 including a fresh query embedding. ``graph-edges`` is the graph mode reading its subgraph from
+does not hold; latency p50 / p95: the wall-clock time of each whole call, the question's embedding
+included, for the modes and the baselines alike, and the p50 of each part (embed, analyze, database:
+the SurrealDB round trips, answers decoded; rank: reading the channels, PPR, fusion; hydrate;
+rerank; other). ``graph-edges`` is the graph mode reading its subgraph from
 the edges, as for a scoped caller, instead of the adjacency lists (the same ranking, its own time). A last line times
 reciprocal rank fusion of the hybrid channels in Python against SurrealDB's ``search::rrf``.
 Nothing here depends on a dataset's name.
@@ -29,14 +29,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from surreal_kgrag import Ingestor, SurrealStore
 from surreal_kgrag.eval_baselines import run_baselines
-from surreal_kgrag.evaluate import DEFAULT_KS, EvalQuery, EvalSet, document_label, find_eval_set, gold_coverage, recall_figures
+from surreal_kgrag.evaluate import DEFAULT_KS, EvalQuery, EvalSet, evaluate_retriever, find_eval_set, gold_coverage
+from surreal_kgrag.latency import LATENCY_NOTE
 from surreal_kgrag.retrieval import BaseRetriever, HybridRetriever, make_retriever
 from surreal_kgrag.retrieval.graph import GraphRetriever
 from surreal_kgrag.retrieval.plan import Plan, run
+from surreal_kgrag.retrieval.results import Timings
 
 
 class EdgeWalkingGraphRetriever(GraphRetriever):
@@ -64,35 +64,8 @@ def fusion_timing(store: SurrealStore, retriever: HybridRetriever, questions: li
 
 
 def measure(retriever: BaseRetriever, queries: list[EvalQuery]) -> dict[str, Any]:
-    """Recall@1/2/5 (overall and per type) and latency percentiles of one mode."""
-    rankings, db, total, fresh = [], [], [], []
-    depth = max(DEFAULT_KS)
-    for query in queries:
-        t = time.perf_counter()
-        retriever.search(query.question, k=depth)
-        fresh.append((time.perf_counter() - t) * 1000)
-        t = time.perf_counter()
-        result = retriever.search(query.question, k=depth)
-        total.append((time.perf_counter() - t) * 1000)
-        db.append(result.search_ms)
-        rankings.append([document_label(doc.id, doc.source, query.by_file) for doc in result.documents])
-    recall, by_type = recall_figures(queries, rankings, DEFAULT_KS)
-
-    def pct(values: list[float], q: int) -> float:
-        return round(float(np.percentile(values, q)), 1)
-
-    row: dict[str, Any] = {f"recall@{k}": round(v, 1) for k, v in recall.items()}
-    row.update({
-        "db_p50_ms": pct(db, 50),
-        "db_p95_ms": pct(db, 95),
-        "total_p50_ms": pct(total, 50),
-        "total_p95_ms": pct(total, 95),
-        "with_embedding_p50_ms": pct(fresh, 50),
-        "queries": len(queries),
-    })
-    if by_type:
-        row["by_type"] = {name: t.flat() for name, t in by_type.items()}
-    return row
+    """Recall@1/2/5 (overall and per type) and wall-clock latency with its parts, of one mode."""
+    return evaluate_retriever(retriever, queries, DEFAULT_KS).flat()
 
 
 def benchmark_sets(args: argparse.Namespace) -> list[tuple[str, EvalSet]]:
@@ -108,20 +81,16 @@ def print_tables(report: dict[str, Any]) -> None:
     for name, entry in report.items():
         print(f"\n{name} ({entry['queries']} queries, {entry['format']})")
         ks = [f"recall@{k}" for k in DEFAULT_KS]
-        print("| system | " + " | ".join(ks) + " | db p50 / p95 ms | total p50 / p95 ms | with embedding p50 ms |")
-        print("|---|" + "---|" * (len(ks) + 3))
-        for mode, row in entry["modes"].items():
-            print(
-                f"| {mode} | " + " | ".join(str(row[k]) for k in ks) + f" | {row['db_p50_ms']} / {row['db_p95_ms']} "
-                f"| {row['total_p50_ms']} / {row['total_p95_ms']} | {row['with_embedding_p50_ms']} |"
-            )
-        for system, row in entry["baselines"].items():
+        systems = {**entry["modes"], **entry["baselines"]}
+        parts = [p for p in Timings.PARTS if any(row.get("parts_p50_ms", {}).get(p) for row in systems.values())]
+        print("| system | " + " | ".join(ks) + " | wall p50 / p95 ms | " + " | ".join(f"{p} p50" for p in parts) + " |")
+        print("|---|" + "---|" * (len(ks) + 1 + len(parts)))
+        for system, row in systems.items():
             if "note" in row:
                 print(f"| {system} | could not run: {row['note']} |")
                 continue
-            print(f"| {system} | " + " | ".join(str(row[k]) for k in ks) + f" | {row['p50_ms']} / {row['p95_ms']} "
-                  f"| {row['p50_ms']} / {row['p95_ms']} | {row['p50_with_embedding_ms']} |")
-        systems = {**entry["modes"], **entry["baselines"]}
+            print(f"| {system} | " + " | ".join(str(row[k]) for k in ks) + f" | {row['p50_ms']:.1f} / {row['p95_ms']:.1f} | "
+                  + " | ".join(f"{row['parts_p50_ms'].get(p, 0.0):.1f}" for p in parts) + " |")
         for kind in sorted({t for row in systems.values() for t in row.get("by_type", {})}):
             count = next(row["by_type"][kind]["queries"] for row in systems.values() if kind in row.get("by_type", {}))
             print(f"\ntype {kind} ({count} questions)\n| system | " + " | ".join(ks) + " |\n|---|" + "---|" * len(ks))
@@ -129,6 +98,7 @@ def print_tables(report: dict[str, Any]) -> None:
                 if kind in row.get("by_type", {}):
                     print(f"| {system} | " + " | ".join(str(row["by_type"][kind][k]) for k in ks) + " |")
         print(entry["coverage_text"])
+        print(LATENCY_NOTE)
         print(f"fusion: {entry['fusion']}")
 
 
@@ -163,11 +133,11 @@ def main() -> int:
             coverage = gold_coverage(store, queries, summary.failures)
             modes = {}
             for mode in args.modes.split(","):
+                retriever: BaseRetriever
                 if mode == "graph-edges":
                     retriever = EdgeWalkingGraphRetriever(store, embedder=ingestor.embedder)
                 else:
                     retriever = make_retriever(mode, store, embedder=ingestor.embedder)
-                retriever.search("warm up", k=5)  # loads spaCy for hybrid
                 t = time.perf_counter()
                 modes[mode] = measure(retriever, queries)
                 print(f"  {mode}: {modes[mode]} ({time.perf_counter() - t:.0f}s)", file=sys.stderr)
@@ -176,7 +146,7 @@ def main() -> int:
             hybrid = make_retriever("hybrid", store, embedder=ingestor.embedder)
             fusion = fusion_timing(store, hybrid, [q.question for q in queries[:50]])  # type: ignore[arg-type]
         report[name] = {
-            "queries": len(queries), "format": bench.format, "ingest_seconds": round(ingest_s, 1), "modes": modes,
+            "latency": LATENCY_NOTE, "queries": len(queries), "format": bench.format, "ingest_seconds": round(ingest_s, 1), "modes": modes,
             "baselines": {**{b: r.flat() for b, r in baselines.items()}, **{b: {"note": n} for b, n in notes.items()}},
             "gold_not_found": len(coverage.not_found), "coverage": coverage.model_dump(), "coverage_text": coverage.describe(),
             "fusion": fusion,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,6 +16,8 @@ import numpy as np
 
 from surreal_kgrag.embed import Embedder
 from surreal_kgrag.evaluate import EvalQuery, find_eval_set, load_queries, recall_figures
+from surreal_kgrag.latency import Latency
+from surreal_kgrag.retrieval.results import Timings
 
 KS = (1, 2, 5)
 
@@ -131,6 +132,11 @@ class SharedVectors:
     questions: np.ndarray
     question_ms: list[float]  # a fresh embedding per question, timed one by one
 
+    def timed(self, i: int, search_ms: float, part: str = "rank") -> Timings:
+        """Question ``i`` answered with its vector given in ``search_ms``, as if embedded in the call:
+        the wall-clock time is the search plus the question's own embedding time."""
+        return Timings(wall_ms=search_ms + self.question_ms[i], embed_ms=self.question_ms[i], **{f"{part}_ms": search_ms})
+
 
 def embed_set(bench: BenchSet, embedder: Embedder, cache: Path) -> SharedVectors:
     texts = [p.indexed_text for p in bench.passages]
@@ -159,18 +165,20 @@ class Row:
 
     system: str
     recall: dict[int, float] = field(default_factory=dict)  # percent, by k
-    search_ms: list[float] = field(default_factory=list)  # query vector given (database time for ours)
-    total_ms: list[float] = field(default_factory=list)  # including a fresh query embedding
+    timings: list[Timings] = field(default_factory=list)  # per question: wall-clock, question embedding included, and parts
     ingest_s: float | None = None
     note: str = ""
     failed: bool = False
-    percentiles: dict[str, float] = field(default_factory=dict)  # when only percentiles are known
+    latency: Latency | None = None  # when only the percentiles are known (ours, from surreal_kgrag.evaluate)
     by_type: dict[str, dict[str, float | int]] = field(default_factory=dict)  # when the questions have types
 
     def figures(self) -> dict[str, Any]:
         out: dict[str, Any] = {"system": self.system}
         out.update({f"recall@{k}": (round(self.recall[k], 1) if k in self.recall else None) for k in KS})
-        out.update(self.percentiles or _percentiles(self.search_ms, self.total_ms))
+        latency = self.latency or (Latency.of(self.timings) if self.timings else None)
+        out["p50_ms"] = round(latency.p50_ms, 2) if latency else None
+        out["p95_ms"] = round(latency.p95_ms, 2) if latency else None
+        out["parts_p50_ms"] = {part: round(ms, 2) for part, ms in latency.parts_p50_ms.items() if ms} if latency else None
         out["ingest_s"] = None if self.ingest_s is None else round(self.ingest_s, 3)
         out["note"] = self.note
         if self.by_type:
@@ -204,17 +212,3 @@ def score_rankings(row: Row, rankings: Sequence[Sequence[str]], queries: Sequenc
     row.recall = recall
     row.by_type = {name: t.flat() for name, t in by_type.items()}
     return row
-
-
-def percentile(values: Sequence[float], q: int) -> float:
-    if len(values) == 1:
-        return float(values[0])
-    return float(statistics.quantiles(values, n=100, method="inclusive")[q - 1])
-
-
-def _percentiles(search_ms: Sequence[float], total_ms: Sequence[float]) -> dict[str, float | None]:
-    out: dict[str, float | None] = {}
-    for label, values in (("", search_ms), ("_total", total_ms)):
-        for q in (50, 95):
-            out[f"p{q}{label}_ms"] = round(percentile(values, q), 2) if values else None
-    return out

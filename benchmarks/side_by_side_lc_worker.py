@@ -8,6 +8,9 @@ INPUT_DIR holds ``passages.json`` ({"ids", "texts", "titles"}), ``passage_vector
 ``questions.json`` and ``question_vectors.npy``: the vectors our side computed with the same MiniLM.
 The store gets them through the ordinary LangChain ``Embeddings`` interface (a lookup by text), so
 ``add_documents`` and ``similarity_search`` run exactly as they would with a live model.
+``search_ms`` is the wall-clock time of each ``similarity_search`` call with the question's vector
+looked up; side_by_side.py adds that question's embedding time, measured with the model, as it does
+for the numpy row, so every row's latency includes the question's embedding.
 """
 
 from __future__ import annotations

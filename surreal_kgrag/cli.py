@@ -168,10 +168,7 @@ def cmd_query(args: argparse.Namespace) -> int:
             lines += [f"   {path.describe()}" for path in doc.provenance]
     if not lines:
         lines.append("no results")
-    lines.append(
-        f"({result.search_ms:.1f} ms in the database, {result.embed_ms + result.analyze_ms:.0f} ms embedding and "
-        "analysing the question, the first load of the models included)"
-    )
+    lines.append(f"({result.timings.describe()}; the first load of the models included)")
     if args.graph:
         from .graph_view import write_graph
 

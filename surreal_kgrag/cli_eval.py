@@ -13,6 +13,9 @@ EVAL_HELP = """Ingest a benchmark (unchanged documents are skipped) and print re
 (per question, the fraction of its gold documents among the first k distinct documents retrieved,
 averaged, in percent) with p50/p95 latency per mode, overall and per question type, beside exact
 cosine (numpy) and BM25 over the same chunks, and how many gold documents the store does not hold.
+Latency is the wall-clock time of each whole search, the question's embedding included (each question
+asked as a new one), for the modes and the baselines alike, with the median of each part beside it
+(embed, analyze, database, rank, hydrate, rerank, other).
 
 Two formats, detected from the folder's queries.jsonl:
   files    queries.jsonl lines {"id", "question", "gold_files": [file names], "type"?} and the files

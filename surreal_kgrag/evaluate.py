@@ -9,13 +9,14 @@ question type, on a benchmark in one of two formats.
 
 recall@k, in percent: per question, the fraction of its gold documents among the first k distinct
 documents of the ranking, averaged over questions (HippoRAG's definition when documents are passages).
-The baselines (:mod:`surreal_kgrag.eval_baselines`) are scored by the same functions.
+Latency (:mod:`surreal_kgrag.latency`): p50 / p95 of the wall-clock time of each whole call, the
+question's embedding included, with the median of each part beside them.
+The baselines (:mod:`surreal_kgrag.eval_baselines`) are scored and timed the same way.
 """
 
 from __future__ import annotations
 
 import json
-import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +26,10 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from .db import SurrealStore
 from .errors import LoaderError
+from .latency import LATENCY_NOTE, Latency
 from .models import LoadFailure
 from .retrieval import BaseRetriever
+from .retrieval.results import Timings
 
 DEFAULT_KS = (1, 2, 5)
 UNTYPED = "(no type)"
@@ -166,11 +169,11 @@ def recall_at(retrieved: Sequence[str], gold: Iterable[str], k: int) -> float:
 
 @dataclass
 class Ranking:
-    """One question's answer from one system: document labels in rank order, and its time."""
+    """One question's answer from one system: document labels in rank order, and the wall-clock
+    time of the call that answered it (the question's embedding included) with its parts."""
 
     labels: list[str]
-    search_ms: float  # the query vector given (the database time for our modes)
-    total_ms: float  # with a fresh query embedding
+    timings: Timings
 
 
 class TypeReport(BaseModel):
@@ -202,12 +205,11 @@ def recall_figures(queries: Sequence[EvalQuery], rankings: Sequence[Sequence[str
     return {k: 100 * s / n for k, s in overall.items()}, by_type
 
 
-class ModeReport(BaseModel):
+class ModeReport(Latency):
+    """A mode's (or a baseline's) recall and latency: ``p50_ms`` and ``p95_ms`` are the wall-clock
+    time of the whole call, the question's embedding included (:data:`~surreal_kgrag.latency.LATENCY_NOTE`)."""
+
     recall: dict[int, float] = Field(description="recall@k in percent, by k")
-    p50_ms: float = Field(description="median retrieval latency, query embedding excluded")
-    p95_ms: float
-    p50_with_embedding_ms: float = Field(description="median latency including a fresh query embedding")
-    p95_with_embedding_ms: float
     queries: int
     by_type: dict[str, TypeReport] = Field(default_factory=dict, description="recall per question type, when the queries have types")
 
@@ -217,8 +219,7 @@ class ModeReport(BaseModel):
         row.update(
             p50_ms=round(self.p50_ms, 2),
             p95_ms=round(self.p95_ms, 2),
-            p50_with_embedding_ms=round(self.p50_with_embedding_ms, 2),
-            p95_with_embedding_ms=round(self.p95_with_embedding_ms, 2),
+            parts_p50_ms={part: round(ms, 2) for part, ms in self.parts_p50_ms.items()},
             queries=self.queries,
         )
         if self.by_type:
@@ -228,19 +229,8 @@ class ModeReport(BaseModel):
 
 def score(queries: Sequence[EvalQuery], rankings: Sequence[Ranking], ks: Sequence[int]) -> ModeReport:
     recall, by_type = recall_figures(queries, [r.labels for r in rankings], ks)
-    search = [r.search_ms for r in rankings]
-    total = [r.total_ms for r in rankings]
-    return ModeReport(
-        recall=recall, by_type=by_type, queries=len(queries),
-        p50_ms=_percentile(search, 50), p95_ms=_percentile(search, 95),
-        p50_with_embedding_ms=_percentile(total, 50), p95_with_embedding_ms=_percentile(total, 95),
-    )
-
-
-def _percentile(values: list[float], q: float) -> float:
-    if len(values) == 1:
-        return values[0]
-    return statistics.quantiles(values, n=100, method="inclusive")[round(q) - 1]
+    latency = Latency.of([r.timings for r in rankings])
+    return ModeReport(recall=recall, by_type=by_type, queries=len(queries), **latency.model_dump())
 
 
 def evaluate_retriever(
@@ -250,15 +240,17 @@ def evaluate_retriever(
     *,
     progress: Callable[[Iterable[EvalQuery]], Iterable[EvalQuery]] | None = None,
 ) -> ModeReport:
-    """Run every query twice: once with a fresh embedding (end-to-end latency), once with the
-    embedding cached (database latency alone); recall comes from the second run."""
+    """Ask every question once, as a new question (nothing cached about it: the retriever forgets
+    it first), after one untimed search that loads the models. Its latency is the wall-clock time of
+    each whole ``search()`` call, the question's embedding included, with its parts."""
     depth = max(ks)
+    retriever.search("which models does a search load?", k=depth)
     rankings = []
     for query in progress(queries) if progress else queries:
-        first = retriever.search(query.question, k=depth)
+        retriever.forget(query.question)
         result = retriever.search(query.question, k=depth)
         labels = [document_label(doc.id, doc.source, query.by_file) for doc in result.documents]
-        rankings.append(Ranking(labels, result.search_ms, first.embed_ms + first.search_ms))
+        rankings.append(Ranking(labels, result.timings))
     return score(queries, rankings, ks)
 
 
@@ -316,6 +308,7 @@ class EvalReport(BaseModel):
             "corpus": self.corpus,
             "queries": self.queries_file,
             "format": self.format,
+            "latency": LATENCY_NOTE,
             "modes": {mode: report.flat() for mode, report in self.modes.items()},
             "baselines": {name: report.flat() for name, report in self.baselines.items()},
         }
@@ -333,12 +326,13 @@ class EvalReport(BaseModel):
         systems = self.systems()
         ks = sorted({k for r in systems.values() for k in r.recall})
         width = max(10, *(len(name) + 2 for name in systems))
+        parts = [part for part in Timings.PARTS if any(r.parts_p50_ms.get(part) for r in systems.values())]
         head = f"{'system':<{width}}" + "".join(f"{f'recall@{k}':>11}" for k in ks)
-        lines = [head + f"{'p50 ms':>9}{'p95 ms':>9}{'p50 all':>9}"]
+        lines = [head + f"{'p50 ms':>9}{'p95 ms':>9}  p50 of parts: " + "".join(f"{part:>9}" for part in parts)]
         for name, r in systems.items():
             lines.append(
-                f"{name:<{width}}" + "".join(f"{r.recall[k]:>11.1f}" for k in ks)
-                + f"{r.p50_ms:>9.1f}{r.p95_ms:>9.1f}{r.p50_with_embedding_ms:>9.1f}"
+                f"{name:<{width}}" + "".join(f"{r.recall[k]:>11.1f}" for k in ks) + f"{r.p50_ms:>9.1f}{r.p95_ms:>9.1f}"
+                + " " * 16 + "".join(f"{r.parts_p50_ms.get(part, 0.0):>9.1f}" for part in parts)
             )
         types = sorted({t for r in systems.values() for t in r.by_type})
         for name in types:
@@ -351,12 +345,12 @@ class EvalReport(BaseModel):
         lines += [f"{name}: could not run: {note}" for name, note in self.baseline_notes.items()]
         if self.coverage is not None:
             lines.append(self.coverage.describe())
-        lines.append("p50/p95: database time (baselines: the search with the query vector given); p50 all: with the query embedded afresh")
+        lines.append(LATENCY_NOTE)
         return "\n".join(lines)
 
 
 def plot_report(report: EvalReport, path: str | Path) -> Path:
-    """Bar chart of recall@k per mode and baseline, with p50 latency in the labels (needs matplotlib)."""
+    """Bar chart of recall@k per mode and baseline, with p50 wall-clock latency in the labels (needs matplotlib)."""
     try:
         import matplotlib
 
@@ -373,7 +367,7 @@ def plot_report(report: EvalReport, path: str | Path) -> Path:
         xs = [m + (i - (len(ks) - 1) / 2) * width for m in range(len(names))]
         bars = ax.bar(xs, [systems[name].recall.get(k, 0) for name in names], width, label=f"recall@{k}")
         ax.bar_label(bars, fmt="%.1f", fontsize=8)
-    ax.set_xticks(range(len(names)), [f"{m}\np50 {systems[m].p50_ms:.1f} ms" for m in names], fontsize=8)
+    ax.set_xticks(range(len(names)), [f"{m}\np50 {systems[m].p50_ms:.1f} ms wall" for m in names], fontsize=8)
     ax.set_ylabel("recall (%)")
     ax.set_ylim(0, 100)
     ax.set_title(Path(report.corpus.split(", ")[0]).parent.name if report.corpus else "retrieval")

@@ -25,7 +25,7 @@ from .config import ConceptConfig, GraphConfig, HybridConfig, Mode, RetrieverCon
 from .filters import FilterError, compile_filter
 from .graph import GraphRetriever
 from .hybrid import HybridRetriever, content_words
-from .results import Channel, ChunkHit, ConceptMatch, ProvenancePath, RetrievalResult, RetrievedDocument
+from .results import Channel, ChunkHit, ConceptMatch, ProvenancePath, RetrievalResult, RetrievedDocument, Timings
 from .scope import UNRESTRICTED, Scope
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "RetrievedDocument",
     "RetrieverConfig",
     "Scope",
+    "Timings",
     "compile_filter",
     "content_words",
     "make_retriever",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from functools import partial
@@ -20,7 +21,7 @@ from ..surql import CompiledFilter
 from . import plan as plans
 from .config import RetrieverConfig
 from .plan import Call, Plan
-from .results import RetrievalResult, RetrievedDocument
+from .results import EMBED, RERANK, RetrievalResult, RetrievedDocument, Timings
 from .scope import Scope
 
 
@@ -61,6 +62,10 @@ class LRU:
             if value is not None:
                 self._items.move_to_end(key)
             return value
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._items.pop(key, None)
 
     def remember(self, key: str, value: Any) -> Any:
         with self._lock:
@@ -127,10 +132,13 @@ class BaseRetriever:
         scope: Scope | None = None,
     ) -> RetrievalResult:
         """The ``k`` best documents for ``query`` within the retriever's scope; ``filters`` and
-        ``scope`` narrow it for this call (they are ANDed with it, never substituted)."""
+        ``scope`` narrow it for this call (they are ANDed with it, never substituted). The result's
+        ``timings`` hold the call's wall-clock time and its parts."""
+        started = time.perf_counter()
         timings: dict[str, float] = {}
         result = plans.run(self.store, self.plan(query, k=k, filters=filters, embedding=embedding, scope=scope), timings)
-        return _timed(result, timings)
+        result.timings = Timings.of(time.perf_counter() - started, timings)
+        return result
 
     async def asearch(
         self,
@@ -141,11 +149,20 @@ class BaseRetriever:
         embedding: list[float] | None = None,
         scope: Scope | None = None,
     ) -> RetrievalResult:
-        """Async ``search``: the same plan, awaited on the store's async connection."""
+        """Async ``search``: the same plan, awaited on the store's async connection (``timings``:
+        the wall-clock time from the call to its answer, waiting for the event loop included)."""
+        started = time.perf_counter()
         timings: dict[str, float] = {}
         plan = self.plan(query, k=k, filters=filters, embedding=embedding, scope=scope)
         result = await plans.arun(self.store, plan, timings)
-        return _timed(result, timings)
+        result.timings = Timings.of(time.perf_counter() - started, timings)
+        return result
+
+    def forget(self, query: str) -> None:
+        """Forget what was cached about ``query`` (its embedding; in hybrid mode the concepts it
+        names), so its next search pays for them as a new question does: evaluation times every
+        question so."""
+        self._embeddings.forget(query)
 
     def plan(
         self,
@@ -192,7 +209,7 @@ class BaseRetriever:
         cached = self._embeddings.lookup(query)
         if cached is not None:
             return cached
-        vector = yield Call(partial(self.embedder.embed_query, query), partial(self.embedder.aembed_query, query), "embed")
+        vector = yield Call(partial(self.embedder.embed_query, query), partial(self.embedder.aembed_query, query), EMBED)
         return self._embeddings.remember(query, _as_list(vector))
 
     def _analyze(self, request: Request) -> Plan[None]:
@@ -210,7 +227,7 @@ class BaseRetriever:
             yield Call(
                 partial(reranker.rerank, request.query, documents, **options),
                 partial(arerank, request.query, documents, **options) if arerank is not None else None,
-                "rerank",
+                RERANK,
             )
         )
 
@@ -269,17 +286,6 @@ def grow(candidates: int, found: int, wanted: int, fetched: int) -> int | None:
     if found >= wanted or fetched < candidates or candidates >= MAX_CANDIDATES:
         return None
     return min(candidates * 4, MAX_CANDIDATES)
-
-
-def _timed(result: RetrievalResult, timings: Mapping[str, float]) -> RetrievalResult:
-    return result.model_copy(
-        update={
-            "embed_ms": timings.get("embed", 0.0) * 1000,
-            "analyze_ms": timings.get("analyze", 0.0) * 1000,
-            "search_ms": timings.get(plans.SEARCH, 0.0) * 1000,
-            "rerank_ms": timings.get("rerank", 0.0) * 1000,
-        }
-    )
 
 
 def _check_query(query: Any, max_chars: int) -> None:

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from functools import partial
 from typing import Any
 
 from .. import identity, phrases
 from ..db.sdk import RecordID
 from .fusion import Hit
-from .plan import Plan, Query
+from .plan import Compute, Plan, Query
+from .results import RANK
 
 #: Weight factor of a name the question writes all in lower case ("which band"): a common word, far
 #: more often than a name (the graph mode's ``question_lowercase``).
@@ -106,26 +108,24 @@ def hits(named: list[tuple[str, float, str]], passage_rows: list[list[dict[str, 
     return out
 
 
-def named_documents(
+def channel(
     request: Any, rows: list[dict[str, Any]], spans: list[phrases.Span], periods: list[str], total: int, config: Any
+) -> Plan[list[Hit]]:
+    """The channel's hits from the name lookup's ``rows`` (``document_names.surql``)."""
+    named = yield Compute(partial(named_documents, request.query, rows, spans, periods, total, config), RANK)
+    if not named:
+        return []
+    found = (yield passages(request, [doc for doc, _, _ in named], config.chunks_per_document))[-1]
+    return (yield Compute(partial(hits, named, found), RANK))
+
+
+def named_documents(
+    query: str, rows: list[dict[str, Any]], spans: list[phrases.Span], periods: list[str], total: int, config: Any
 ) -> list[tuple[str, float, str]]:
-    """The documents whose passages the channel reads, from the name lookup's ``rows``
-    (``document_names.surql``): those scoring at least ``document_share`` of the best, at most
-    ``document_pool``."""
-    latest = identity.asks_latest(request.query)
+    """The named documents the channel keeps: within ``document_share`` of the best, at most ``document_pool``."""
+    latest = identity.asks_latest(query)
     named = scores(rows, spans, periods, total, config.document_per_name, latest, config.document_min_chunks)
     if named:
         least = config.document_share * named[0][1]
         named = [item for item in named if item[1] >= least][: config.document_pool]
     return named
-
-
-def channel(
-    request: Any, rows: list[dict[str, Any]], spans: list[phrases.Span], periods: list[str], total: int, config: Any
-) -> Plan[list[Hit]]:
-    """The channel's hits from the name lookup's ``rows`` (``document_names.surql``)."""
-    named = named_documents(request, rows, spans, periods, total, config)
-    if not named:
-        return []
-    found = (yield passages(request, [doc for doc, _, _ in named], config.chunks_per_document))[-1]
-    return hits(named, found)

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
 
-from .. import identity, phrases
+from .. import phrases
 from ..db.sdk import RecordID
 from ..extract import NOUN_PHRASE
 from ..ids import concept_id
@@ -33,9 +34,9 @@ from . import documents
 from .base import Request, exact_instead, grow, pool_used
 from .config import GraphConfig, RetrieverConfig
 from .fusion import Hit
-from .hybrid import HybridRetriever, content_words
-from .plan import Concurrently, Plan, Query
-from .results import ConceptMatch, RetrievedDocument
+from .hybrid import HybridRetriever
+from .plan import Compute, Concurrently, Plan, Query
+from .results import ANALYZE, RANK, ConceptMatch, RetrievedDocument
 from .walk import Subgraph, WalkSettings, assemble, dense_reset, idf, personalized_pagerank
 
 
@@ -57,12 +58,11 @@ class GraphRetriever(HybridRetriever):
 
     def _plan(self, request: Request) -> Plan[list[RetrievedDocument]]:
         config = self.config
-        spans = phrases.spans(request.query, plurals=True)
+        words, spans, periods = yield Compute(partial(self._question, request.query), ANALYZE)
         chunk_total = yield from self._chunk_total(request)
         candidates: int | None = self._candidates(request)
         assert candidates is not None
         queries = [Query("graph_names", {"ids": [concept_id(name) for name in phrases.names(spans)]})]
-        words = content_words(request.query) if config.fulltext else []
         if words:
             text_params = {
                 "words": words,
@@ -73,17 +73,16 @@ class GraphRetriever(HybridRetriever):
             }
             placeholders: dict[str, int | CompiledFilter] = {"candidates": candidates, "filter": request.filter}
             queries.append(Query("search_fulltext", text_params, placeholders))
-        periods = identity.periods(request.query)
         if self._uses_documents():
             queries.append(documents.name_lookup(spans, periods, config.document_per_name, request))
         results = yield Concurrently(tuple(queries))
-        names = self._names(spans, results[0][-1], chunk_total)
-        text = [Hit.of(row, "text") for row in results[1][-1]] if words else []
-        text.sort(key=lambda h: -h.score)
+        names = yield Compute(partial(self._names, spans, results[0][-1], chunk_total), ANALYZE)
+        text = yield Compute(partial(_text_hits, results[1][-1] if words else []), RANK)
         named_docs: list[tuple[str, float, str]] = []
         if self._uses_documents():
             total = yield from self._documents_in_store()
-            named_docs = documents.named_documents(request, results[-1][-1], spans, periods, total, config)
+            find = partial(documents.named_documents, request.query, results[-1][-1], spans, periods, total, config)
+            named_docs = yield Compute(find, RANK)
         # The named documents' passages are read beside the first subgraph: no round trip of their own.
         passages = documents.passages(request, [doc for doc, _, _ in named_docs], config.chunks_per_document) if named_docs else None
         passage_rows: list[list[dict[str, Any]]] = []
@@ -99,19 +98,34 @@ class GraphRetriever(HybridRetriever):
             if not exact and exact_instead(request, fetched, candidates):
                 exact = True
                 continue
-            sub = assemble(out, [(hit.chunk, hit.doc) for hit in text])
+            sub = yield Compute(partial(assemble, out, [(hit.chunk, hit.doc) for hit in text]), RANK)
             found = len(set(sub.docs))
             candidates = grow(candidates, found, request.fetch, fetched if exact else pool_used(request, fetched, candidates))
+        named = yield Compute(partial(documents.hits, named_docs, passage_rows), RANK)
+        ranking, channels = yield Compute(partial(self._rank, request, sub, out, names, chunk_total, text, named), RANK)
+        return (yield from self._hydrate(request, ranking, channels))
+
+    def _rank(
+        self,
+        request: Request,
+        sub: Subgraph,
+        out: dict[str, Any],
+        names: dict[str, tuple[float, int]],
+        chunk_total: int,
+        text: list[Hit],
+        named: list[Hit],
+    ) -> tuple[list[tuple[str, float]], dict[str, list[Hit]]]:
+        """The walk's hits beside the document, BM25 and KNN channels, and the documents they fuse into."""
         channels = {
-            "document": documents.hits(named_docs, passage_rows),
+            "document": named,
             "graph": self._walk(request, sub, out, names, chunk_total),
             "text": text,
             "vector": sorted(
                 (Hit(doc=doc, chunk=chunk, score=score, channel="vector") for chunk, doc, score in out["knn"]), key=lambda h: -h.score
             ),
         }
-        ranking = self.fuse({mode: hits for mode, hits in channels.items() if mode in config.weights})
-        return (yield from self._hydrate(request, ranking, channels))
+        ranking = self.fuse({mode: hits for mode, hits in channels.items() if mode in self.config.weights})
+        return ranking, channels
 
     def _names(self, spans: list[phrases.Span], rows: list[dict[str, Any]], chunk_total: int) -> dict[str, tuple[float, int]]:
         """The question's concepts from the stored names its spans matched (``graph_names.surql``)."""
@@ -217,6 +231,10 @@ def question_concepts(
         if weight > out.get(span.name, (0.0, n))[0]:
             out[span.name] = (weight, n)
     return out
+
+
+def _text_hits(rows: list[dict[str, Any]]) -> list[Hit]:
+    return sorted((Hit.of(row, "text") for row in rows), key=lambda h: -h.score)
 
 
 def _ranked_hits(sub: Subgraph, scores: np.ndarray, names: dict[str, tuple[float, int]]) -> list[Hit]:

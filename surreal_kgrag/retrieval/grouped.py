@@ -4,12 +4,13 @@ rows already grouped by document, shaped here into ``RetrievedDocument``s."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from .base import BaseRetriever, Request, exact_instead, grow, pool_used
 from .fusion import per_chunk
-from .plan import Plan, Query
-from .results import Channel, ChunkHit, ConceptMatch, ProvenancePath, RetrievedDocument, placement
+from .plan import Compute, Plan, Query
+from .results import HYDRATE, Channel, ChunkHit, ConceptMatch, ProvenancePath, RetrievedDocument, placement
 
 
 class GroupedRetriever(BaseRetriever):
@@ -35,15 +36,17 @@ class GroupedRetriever(BaseRetriever):
             if self.filtered_chunk_knn and not exact and exact_instead(request, out["fetched"], candidates):
                 exact = True
                 continue
-            documents = [_document(row, self.config.aggregate) for row in out["documents"]]
-            documents.sort(key=lambda d: -d.score)
-            if self.config.group_by == "chunk":
-                documents = per_chunk(documents)
+            documents = yield Compute(partial(self._documents, out["documents"]), HYDRATE)
             # Vectors below the threshold mean every further one is too: a larger pool adds nothing.
             fetched = out["fetched"] if exact else pool_used(request, out["fetched"], candidates)
             fetched = fetched if out["fetched"] and out["lowest"] >= self.config.threshold else 0
             candidates = grow(candidates, len(documents), request.fetch, fetched)
         return documents[: request.fetch]
+
+    def _documents(self, rows: list[dict[str, Any]]) -> list[RetrievedDocument]:
+        """The query's per-document rows as results, best first (one per chunk with ``group_by='chunk'``)."""
+        documents = sorted((_document(row, self.config.aggregate) for row in rows), key=lambda d: -d.score)
+        return per_chunk(documents) if self.config.group_by == "chunk" else documents
 
 
 def _document(row: Mapping[str, Any], aggregate: str) -> RetrievedDocument:

@@ -11,14 +11,15 @@ from collections.abc import Collection, Mapping
 from functools import partial
 from typing import Any, ClassVar
 
+from .. import phrases
 from ..db import SurrealStore
 from ..db.sdk import RecordID
 from . import documents
 from .base import LRU, BaseRetriever, Request, exact_instead, grow, pool_used
 from .config import HybridConfig, RetrieverConfig
 from .fusion import Hit, chunk_from, fuse, fuse_chunks, per_chunk, top_chunks
-from .plan import Call, Concurrently, Plan, Query
-from .results import RetrievedDocument
+from .plan import Call, Compute, Concurrently, Plan, Query
+from .results import ANALYZE, HYDRATE, RANK, RetrievedDocument
 
 _RECOUNT_SECONDS = 60.0
 
@@ -53,10 +54,14 @@ class HybridRetriever(BaseRetriever):
         mentions = self._extractor.extract([query])[0]
         return self._query_concepts.remember(query, sorted({m.name for m in mentions}))
 
+    def forget(self, query: str) -> None:
+        super().forget(query)
+        self._query_concepts.forget(query)
+
     def _analyze(self, request: Request) -> Plan[None]:
         cached = self._query_concepts.lookup(request.query)
         if cached is None:
-            cached = yield Call(partial(self._concepts, request.query), None, "analyze")
+            cached = yield Call(partial(self._concepts, request.query), None, ANALYZE)
         request.concepts = cached
 
     def _chunk_total(self, request: Request) -> Plan[int]:
@@ -89,8 +94,14 @@ class HybridRetriever(BaseRetriever):
 
     def _plan(self, request: Request) -> Plan[list[RetrievedDocument]]:
         channels = yield from self.channels(request)
-        ranking = self.fuse(channels)
+        ranking = yield Compute(partial(self.fuse, channels), RANK)
         return (yield from self._hydrate(request, ranking, channels))
+
+    def _question(self, query: str) -> tuple[list[str], list[phrases.Span], list[str]]:
+        """The question's BM25 words (none without the BM25 channel), its n-grams and the periods it names."""
+        words = content_words(query) if self.config.fulltext else []
+        spans, periods = documents.question_names(query)
+        return words, spans, periods
 
     def channels_for(self, query: str, *, k: int | None = None, filters: Mapping[str, Any] | None = None) -> Plan[dict[str, list[Hit]]]:
         """Each channel's hits for ``query``, before fusion (benchmarks and diagnostics)."""
@@ -131,7 +142,7 @@ class HybridRetriever(BaseRetriever):
         }
         placeholders = self._knn_placeholders(request, candidates)
         queries = [Query("search_hybrid", params, placeholders)]
-        words = content_words(request.query) if self.config.fulltext else []
+        words, spans, periods = yield Compute(partial(self._question, request.query), ANALYZE)
         if words:
             max_df = math.ceil(self.config.text_max_df * chunk_total)
             text_params = {
@@ -142,24 +153,17 @@ class HybridRetriever(BaseRetriever):
                 **request.filter.params,
             }
             queries.append(Query("search_fulltext", text_params, {"candidates": placeholders["candidates"], "filter": request.filter}))
-        spans, periods = documents.question_names(request.query)
         lookup = self._uses_documents() and document_hits is None
         if lookup:
             queries.append(documents.name_lookup(spans, periods, self.config.document_per_name, request))
         results = yield Concurrently(tuple(queries))
         out = results[0][-1]
-        text_rows = results[1][-1] if words else []
-        channels: dict[str, list[Hit]] = {
-            "vector": [Hit.of(row, "vector") for row in out["vector"]],
-            "text": [Hit.of(row, "text") for row in text_rows],
-            "concept": [Hit.of(row, "concept") for row in out["concepts"]],
-        }
+        channels = yield Compute(partial(_channel_hits, out, results[1][-1] if words else []), RANK)
         if lookup:
-            channels["document"] = yield from self._document_channel(request, results[-1][-1], spans, periods)
+            named = yield from self._document_channel(request, results[-1][-1], spans, periods)
+            channels["document"] = sorted(named, key=lambda h: -h.score)
         elif document_hits is not None:
             channels["document"] = document_hits
-        for hits in channels.values():
-            hits.sort(key=lambda h: -h.score)
         return channels, out
 
     def fuse(self, channels: Mapping[str, list[Hit]]) -> list[tuple[str, float]]:
@@ -170,6 +174,14 @@ class HybridRetriever(BaseRetriever):
         self, request: Request, ranking: list[tuple[str, float]], channels: Mapping[str, list[Hit]]
     ) -> Plan[list[RetrievedDocument]]:
         ranking = ranking[: request.fetch] if self.config.group_by == "document" else ranking
+        hits_by_doc, params = yield Compute(partial(self._wanted, ranking, channels), HYDRATE)
+        out = (yield Query("hydrate_results", {**params, **request.filter.params}, {"filter": request.filter}))[-1]
+        return (yield Compute(partial(self._hydrated, request, ranking, channels, hits_by_doc, out), HYDRATE))
+
+    def _wanted(
+        self, ranking: list[tuple[str, float]], channels: Mapping[str, list[Hit]]
+    ) -> tuple[dict[str, list[Hit]], dict[str, Any]]:
+        """The ranked documents' hits, and the documents and chunks to read for them."""
         chosen = {doc for doc, _ in ranking}
         hits_by_doc: dict[str, list[Hit]] = defaultdict(list)
         for hits in channels.values():
@@ -181,7 +193,17 @@ class HybridRetriever(BaseRetriever):
             "documents": [RecordID("document", doc) for doc in chosen],
             "chunks": [RecordID("chunk", chunk) for chunk in chunk_ids],
         }
-        out = (yield Query("hydrate_results", {**params, **request.filter.params}, {"filter": request.filter}))[-1]
+        return hits_by_doc, params
+
+    def _hydrated(
+        self,
+        request: Request,
+        ranking: list[tuple[str, float]],
+        channels: Mapping[str, list[Hit]],
+        hits_by_doc: dict[str, list[Hit]],
+        out: dict[str, Any],
+    ) -> list[RetrievedDocument]:
+        """The results, from the rows ``hydrate_results.surql`` read."""
         docs = {str(row["id"].id): row for row in out["documents"]}
         chunks = {str(row["id"].id): row for row in out["chunks"]}
         chunk_scores = fuse_chunks(channels, self.config.weights, self.config.fusion, self.config.rrf_k)
@@ -213,6 +235,18 @@ class HybridRetriever(BaseRetriever):
         if self.config.group_by == "chunk":
             documents = per_chunk(documents)
         return documents[: request.fetch]
+
+
+def _channel_hits(out: Mapping[str, Any], text_rows: list[dict[str, Any]]) -> dict[str, list[Hit]]:
+    """The vector, BM25 and concept channels' hits from their rows, best first."""
+    channels = {
+        "vector": [Hit.of(row, "vector") for row in out["vector"]],
+        "text": [Hit.of(row, "text") for row in text_rows],
+        "concept": [Hit.of(row, "concept") for row in out["concepts"]],
+    }
+    for hits in channels.values():
+        hits.sort(key=lambda h: -h.score)
+    return channels
 
 
 _WORD = re.compile(r"\w+")

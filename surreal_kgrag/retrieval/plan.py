@@ -6,6 +6,8 @@ A *plan* is a generator that yields the I/O it needs and receives the answers:
 - :class:`Concurrently`: several queries at once; the answer is a list of those answers;
 - :class:`Call`: anything else that may block (embedding a text, extracting concepts, reranking,
   a chat request to a model), given as a function and, when it has one, its native async twin;
+- :class:`Compute`: the plan's own work on the CPU (ranking, shaping results), run in place by both
+  drivers and timed under its bucket, so a search can say where its wall-clock time went;
 - :class:`Gather`: several calls at once, at most ``limit`` in flight; the answer lists each call's
   value or the :class:`~surreal_kgrag.errors.KGRagError` it raised, so one failure does not stop
   the others.
@@ -59,6 +61,15 @@ class Call:
 
 
 @dataclass(frozen=True)
+class Compute:
+    """Client-side work that does not wait on I/O: run in place by both drivers (never in a worker
+    thread), as the plan's own code would be, and timed under ``timing``."""
+
+    run: Callable[[], Any]
+    timing: str
+
+
+@dataclass(frozen=True)
 class Gather:
     """Several calls at once, at most ``limit`` in flight (worker threads under :func:`run`, tasks
     under :func:`arun`). Its time is recorded under ``timing``."""
@@ -68,7 +79,7 @@ class Gather:
     timing: str = "call"
 
 
-Step = Query | Concurrently | Call | Gather
+Step = Query | Concurrently | Call | Compute | Gather
 Plan = Generator[Step, Any, T]
 
 #: The bucket the time spent in queries is recorded under.
@@ -114,6 +125,8 @@ async def arun(store: SurrealStore | None, plan: Plan[T], timings: dict[str, flo
 
 
 def _run(store: SurrealStore | None, step: Step) -> Any:
+    if isinstance(step, Compute):
+        return step.run()
     if isinstance(step, Query):
         return _store(store, step).query(step.name, step.params, **step.placeholders)
     if isinstance(step, Concurrently):
@@ -127,6 +140,8 @@ def _run(store: SurrealStore | None, step: Step) -> Any:
 
 
 async def _arun(store: SurrealStore | None, step: Step) -> Any:
+    if isinstance(step, Compute):
+        return step.run()
     if isinstance(step, Query):
         return await _store(store, step).aquery(step.name, step.params, **step.placeholders)
     if isinstance(step, Concurrently):
@@ -165,5 +180,5 @@ def _store(store: SurrealStore | None, step: Step) -> SurrealStore:
 
 
 def _add(timings: dict[str, float], step: Step, seconds: float) -> None:
-    bucket = step.timing if isinstance(step, (Call, Gather)) else SEARCH
+    bucket = step.timing if isinstance(step, (Call, Compute, Gather)) else SEARCH
     timings[bucket] = timings.get(bucket, 0.0) + seconds

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, Field, computed_field
 
 from ..wire import without_nulls
 
@@ -70,14 +70,80 @@ class RetrievedDocument(BaseModel):
         return sorted(seen.values(), key=lambda c: -c.score)
 
 
+#: The buckets a search's plan records its parts under (``surreal_kgrag.retrieval.plan``); a plan's
+#: queries are recorded under ``plan.SEARCH``, which is ``DATABASE``.
+EMBED, ANALYZE, DATABASE, RANK, HYDRATE, RERANK = "embed", "analyze", "search", "rank", "hydrate", "rerank"
+
+
+class Timings(BaseModel):
+    """Where the time of one call went, in milliseconds. ``wall_ms`` is the wall-clock time of the
+    whole call; the parts add up to it exactly (``other_ms`` is what no part accounts for)."""
+
+    wall_ms: float = Field(0.0, description="wall-clock time of the whole call, the question's embedding included")
+    embed_ms: float = Field(0.0, description="embedding the question (0 when its embedding was given or cached)")
+    analyze_ms: float = Field(0.0, description="reading the question: spaCy (hybrid), its n-grams, periods and words (0 when cached)")
+    database_ms: float = Field(0.0, description="the queries' round trips, answers decoded")
+    rank_ms: float = Field(0.0, description="client-side ranking: reading the channels, the walk, fusion")
+    hydrate_ms: float = Field(0.0, description="client-side shaping of the results (the hydration query is database time)")
+    rerank_ms: float = Field(0.0, description="the reranker, when there is one")
+    other_ms: float = Field(0.0, description="the rest of the wall-clock time: preparing the request, driving the plan")
+
+    #: The parts, in the order they are printed.
+    PARTS: ClassVar[tuple[str, ...]] = ("embed", "analyze", "database", "rank", "hydrate", "rerank", "other")
+
+    @classmethod
+    def of(cls, wall_seconds: float, buckets: Mapping[str, float]) -> Timings:
+        """From a call's wall-clock seconds and a plan's seconds per bucket; a bucket no part names
+        counts as other."""
+        parts = {f"{part}_ms": buckets.get(bucket, 0.0) * 1000 for part, bucket in PART_BUCKETS.items()}
+        wall_ms = wall_seconds * 1000
+        return cls(wall_ms=wall_ms, other_ms=wall_ms - sum(parts.values()), **parts)
+
+    def parts(self) -> dict[str, float]:
+        """Each part's milliseconds, by part name (embed, analyze, database, rank, hydrate, rerank, other)."""
+        return {part: getattr(self, f"{part}_ms") for part in self.PARTS}
+
+    def describe(self) -> str:
+        """ "41.2 ms wall-clock: embed 24.0, analyze 1.1, database 12.9, rank 2.0, hydrate 0.8, other 0.4"
+        (a part that took no time is left out)."""
+        parts = ", ".join(f"{part} {ms:.1f}" for part, ms in self.parts().items() if ms)
+        return f"{self.wall_ms:.1f} ms wall-clock: {parts}"
+
+
+#: The bucket each part (but other) is recorded under, by part name.
+PART_BUCKETS = {"embed": EMBED, "analyze": ANALYZE, "database": DATABASE, "rank": RANK, "hydrate": HYDRATE, "rerank": RERANK}
+
+
 class RetrievalResult(BaseModel):
     query: str
     mode: str
     documents: list[RetrievedDocument]
-    embed_ms: float = Field(0.0, description="time spent embedding the query (0 when cached)")
-    analyze_ms: float = Field(0.0, description="time spent finding the concepts the query names (0 when cached)")
-    search_ms: float = Field(0.0, description="time spent in the database")
-    rerank_ms: float = 0.0
+    timings: Timings = Field(default_factory=Timings, description="wall-clock time of the search and its parts")
+
+    # The names results had before ``timings``, kept for their readers.
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def embed_ms(self) -> float:
+        """``timings.embed_ms``."""
+        return self.timings.embed_ms
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def analyze_ms(self) -> float:
+        """``timings.analyze_ms``."""
+        return self.timings.analyze_ms
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def search_ms(self) -> float:
+        """``timings.database_ms``: the database time alone, not the search's wall-clock (``timings.wall_ms``)."""
+        return self.timings.database_ms
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def rerank_ms(self) -> float:
+        """``timings.rerank_ms``."""
+        return self.timings.rerank_ms
 
 
 def placement(row: Mapping[str, Any]) -> dict[str, Any]:
