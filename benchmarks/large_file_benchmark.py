@@ -23,6 +23,7 @@ import threading
 import time
 from pathlib import Path
 
+from surreal_kgrag.errors import QueryExecutionError
 from surreal_kgrag.ingest import IngestConfig, IngestInterrupted, Ingestor
 from surreal_kgrag.loaders import iter_sources
 from surreal_kgrag.models import SourceDocument
@@ -100,7 +101,10 @@ def main() -> None:
 
             def sample() -> None:
                 while not done.wait(5):
-                    chunks = int(store.query("count_chunks", {"filtered": False}, filter=NO_FILTER)[-1] or 0)
+                    try:
+                        chunks = int(store.query("count_chunks", {"filtered": False}, filter=NO_FILTER)[-1] or 0)
+                    except QueryExecutionError:  # no schema yet: the ingest creates it
+                        chunks = 0
                     samples.append((time.perf_counter() - started, rss_mb(), chunks))
                     print(f"  {samples[-1][0]:6.0f} s  RSS {samples[-1][1]:7.0f} MB  {chunks:7,} chunks", flush=True)
 
