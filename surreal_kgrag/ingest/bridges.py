@@ -38,26 +38,29 @@ def link(store: SurrealStore, group: list[PreparedDocument], scope: CompiledFilt
     """Add forward bridges to the group's chunks (their edges and concepts) and return the reverse
     bridge edges from stored chunks inside ``scope`` to the group's new titles and aliases."""
     own = {name for item in group for name in item.own_names}
-    candidates = {span.name for item in group for chunk in item.phrases for span in chunk}
+    # Computed here, at the write, not kept from the models' stages: a chunk's spans take more memory
+    # than the rest of its records (about 40 KB a chunk of prose), for every chunk in flight.
+    spans = {id(item): [phrases.spans(chunk["content"], capitalised_only=True) for chunk in item.chunks] for item in group}
+    candidates = {span.name for item in group for chunk in spans[id(item)] for span in chunk}
     if not candidates and not own:
         return []
     rows = store.query("title_concepts", {"ids": [concept_id(n) for n in sorted(candidates | own)]})[-1]
     stored_titles = {str(rid.id) for rid in rows}
     titles = stored_titles | own
     for item in group:
-        _forward(item, titles)
+        _forward(item, spans[id(item)], titles)
     fresh = sorted(own - stored_titles)
     if not fresh:
         return []
     return _reverse(store, group, fresh, scope)
 
 
-def _forward(item: PreparedDocument, titles: set[str]) -> None:
+def _forward(item: PreparedDocument, chunk_spans: list[list[phrases.Span]], titles: set[str]) -> None:
     mine = item.own_names
     edges_by_chunk: dict[str, set[str]] = {}
     for edge in item.edges:
         edges_by_chunk.setdefault(str(edge["in"].id), set()).add(str(edge["out"].id))
-    for chunk, spans in zip(item.chunks, item.phrases, strict=True):
+    for chunk, spans in zip(item.chunks, chunk_spans, strict=True):
         linked = edges_by_chunk.setdefault(str(chunk["id"].id), set())
         for span in phrases.longest_matches(spans, lambda name: 0 if name in titles else None):
             if span.name in mine or span.name in linked:

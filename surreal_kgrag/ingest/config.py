@@ -35,12 +35,12 @@ class IngestConfig(BaseModel):
         ),
     )
     part_chars: int = Field(
-        2_000_000,
+        1_000_000,
         ge=1_000,
         description=(
             "text and Markdown files longer than this (or than max_document_chars) are read a block at a time, in "
             "parts of about this size, each stored as its own document `<path>#part-00001`, ...: memory stays "
-            "bounded by the part, whatever the file's size"
+            "bounded by the part (up to about ten batches are in flight between the stages), whatever the file's size"
         ),
     )
     concept_vector_min_chunks: int = Field(

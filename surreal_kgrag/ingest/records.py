@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import identity, phrases, wire
+from .. import identity, wire
 from ..db.sdk import RecordID
 from ..extract import ALIAS_KIND, NOUN_PHRASE, TITLE_KIND
 from ..ids import chunk_record_id, concept_id, document_id
@@ -46,9 +46,6 @@ class PreparedDocument:
     concepts: dict[str, ConceptMention]
     relations: list[dict[str, Any]] = field(default_factory=list)  # RELATES_TO edges
     names: list[dict[str, Any]] = field(default_factory=list)  # document_name rows
-    # Per chunk: capitalised n-grams of its text (phrases.spans), looked up against stored titles
-    # and aliases when the document is written (bridges.py).
-    phrases: list[list[phrases.Span]] = field(default_factory=list)
 
     @property
     def own_names(self) -> set[str]:
@@ -136,7 +133,6 @@ def prepare(work: DocumentWork, doc_concepts: list[ConceptMention], *, keep_text
             prepared.edges.append({**edge, "own": mention.name in own, "np": mention.kind == NOUN_PHRASE})
         if found:
             prepared.relations += relation_edges(chunk_id, doc_id, found, {m.name for m in merged}, access)
-        prepared.phrases.append(phrases.spans(chunk.text, capitalised_only=True))
     return prepared
 
 

@@ -31,7 +31,7 @@ def version(item: PreparedDocument) -> str:
 
 def slices(item: PreparedDocument, size: int) -> Iterator[PreparedDocument]:
     """The document as consecutive slices of at most ``size`` chunks, each with its own chunks'
-    texts, edges, relations, phrases and the concepts those edges mention."""
+    texts, edges, relations and the concepts those edges mention."""
     for start in range(0, len(item.chunks), size):
         chunks = item.chunks[start : start + size]
         ids = {str(chunk["id"].id) for chunk in chunks}
@@ -45,7 +45,6 @@ def slices(item: PreparedDocument, size: int) -> Iterator[PreparedDocument]:
             relations=[r for r in item.relations if str(r["chunk"].id) in ids],
             concepts={name: mention for name, mention in item.concepts.items() if name in names},
             names=[],
-            phrases=item.phrases[start : start + size],
         )
 
 

@@ -23,7 +23,7 @@ def iter_sources(
     access_field: str = "access",
     follow_symlinks: bool = False,
     max_file_bytes: int = 1 << 30,
-    part_chars: int = 2_000_000,
+    part_chars: int = 1_000_000,
 ) -> Iterator[SourceDocument | LoadFailure]:
     """Yield a document or a failure for everything in ``inputs``; never raises for a bad input.
 
@@ -51,7 +51,7 @@ def load_path(
     access_field: str = "access",
     follow_symlinks: bool = False,
     max_file_bytes: int = 1 << 30,
-    part_chars: int = 2_000_000,
+    part_chars: int = 1_000_000,
 ) -> Iterator[SourceDocument | LoadFailure]:
     """Load one file or folder; see :func:`iter_sources`."""
     options = loader_options(glob, text_field, title_field, id_field, access_field, follow_symlinks, max_file_bytes, part_chars)

@@ -47,7 +47,7 @@ class LoaderOptions(BaseModel):
     follow_symlinks: bool = Field(default=False, description="read symlinks inside a folder whose target lies outside that folder")
     max_file_bytes: int = Field(default=1 << 30, ge=1, description="larger files are reported and skipped unread")
     part_chars: int = Field(
-        default=2_000_000,
+        default=1_000_000,
         ge=1_000,
         description="a text file longer than this is read in parts of about this size, each its own document",
     )
