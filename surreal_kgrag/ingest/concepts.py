@@ -46,21 +46,22 @@ def embed_queued_concepts(
     embedder: Embedder,
     stop: Callable[[], bool] = lambda: False,
     write_lock: contextlib.AbstractContextManager[Any] | None = None,
+    timed: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> int:
     """Give every queued concept its vector, a slice at a time (each slice all or nothing); returns
     how many were embedded. ``stop`` ends it between slices, and drops a slice embedded when it
     comes: the rest stays queued for the next run. ``write_lock`` is held while a slice is written
-    (a run's writes and these never run at once, so neither loses a conflict to the other)."""
+    (a run's writes and these never run at once, so neither loses a conflict to the other); ``timed``
+    wraps the work, not the waits for that lock."""
     embedded = 0
     while not stop():
-        rows = store.query("concept_vectors_pending", {"limit": QUEUE_SLICE})[-1]
-        if not rows:
+        with timed():
+            rows = store.query("concept_vectors_pending", {"limit": QUEUE_SLICE})[-1]
+            wanted = [row for row in rows if row.get("display") is not None]
+            vectors = embed_many(embedder, [row["display"] for row in wanted], CONCEPT_BATCH) if rows else []
+        if not rows or stop():
             break
-        wanted = [row for row in rows if row.get("display") is not None]
-        vectors = embed_many(embedder, [row["display"] for row in wanted], CONCEPT_BATCH)
-        if stop():
-            break
-        with write_lock or contextlib.nullcontext():
+        with write_lock or contextlib.nullcontext(), timed():
             store.query(
                 "concept_vectors_write",
                 {
@@ -143,8 +144,7 @@ class VectorWorker:
                     continue
                 self._work.clear()
                 ending = self._ending.is_set()
-                with self._timed():
-                    self.embedded += embed_queued_concepts(self.store, self.embedder, self._stopped, self.write_lock)
+                self.embedded += embed_queued_concepts(self.store, self.embedder, self._stopped, self.write_lock, self._timed)
                 if ending:
                     return
         except BaseException as error:  # raised again by finish() in the run's thread
