@@ -24,8 +24,11 @@ from ..embed import Embedder
 from ..ids import concept_id
 from ..models import ConceptMention
 
-# Short names: a larger batch than for passages costs nothing in padding and saves per-batch overhead.
-CONCEPT_BATCH = 256
+# Names per embedder call (sorted by length, so padding is small either way). 64 against 256 on 3,000
+# sec10q concept names (benchmarks/ingest_benchmark.py, a busy machine, 64 always timed first): 4.9/4.2,
+# 64.7/75.2, 53.2/54.1, 51.8/54.3, 30.4/38.2 s; 64 also hands the model lock back to the chunk embedding
+# stage more often while the vector worker runs.
+CONCEPT_BATCH = 64
 # Queued concepts read, embedded and written per transaction.
 QUEUE_SLICE = 2048
 
