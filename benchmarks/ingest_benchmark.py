@@ -3,6 +3,10 @@
     .venv/bin/python benchmarks/ingest_benchmark.py [--corpus ../shared/bench/hotpotqa/corpus.jsonl]
         [--new-corpus ../shared/bench/musique/corpus.jsonl] [--new 100] [--limit N] [--json]
 
+    # a folder of files (PDF, Markdown, HTML, text): (d) reads the files itself, PDF reading included;
+    # --limit N takes the first N files of the folder (in the order an ingest of the folder reads them)
+    .venv/bin/python benchmarks/ingest_benchmark.py --corpus ../shared/bench/sec10q/docs --limit 3 --new 0
+
 Prints, on one corpus, with the models loaded and warmed first:
 
   (a) embedding the chunks alone (same model, same texts: each chunk under its title);
@@ -42,6 +46,7 @@ from surreal_kgrag.ingest import IngestConfig, Ingestor
 from surreal_kgrag.ingest.concepts import CONCEPT_BATCH, embed_many
 from surreal_kgrag.ingest.records import in_context
 from surreal_kgrag.loaders import iter_sources
+from surreal_kgrag.loaders.options import SUPPORTED_SUFFIXES
 from surreal_kgrag.models import SourceDocument
 from surreal_kgrag.retrieval import ChunkRetriever, ConceptRetriever
 from surreal_kgrag.sections import split_document
@@ -50,11 +55,21 @@ from surreal_kgrag.store import SurrealStore
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
 
 
-def documents(path: str, limit: int | None) -> list[SourceDocument]:
-    docs = [d for d in iter_sources([path]) if isinstance(d, SourceDocument)]
+def documents(path: str | list[str], limit: int | None) -> list[SourceDocument]:
+    docs = [d for d in iter_sources(path if isinstance(path, list) else [path]) if isinstance(d, SourceDocument)]
     if not docs:
         raise SystemExit(f"no documents in {path}; pass --corpus / --new-corpus")
     return docs[:limit] if limit else docs
+
+
+def folder_files(folder: str, limit: int | None) -> list[str]:
+    """The first ``limit`` files an ingest of ``folder`` reads (a walk, in its sorted order)."""
+    files = sorted(
+        (p.relative_to(folder).as_posix(), str(p))
+        for p in Path(folder).rglob("*")
+        if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    )
+    return [path for _, path in (files[:limit] if limit else files)]
 
 
 def timed(fn: Any, *args: Any) -> tuple[float, Any]:
@@ -122,19 +137,23 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON only")
     args = parser.parse_args()
 
-    read_s, docs = timed(documents, args.corpus, args.limit)
+    folder_run = Path(args.corpus).is_dir()
+    # A folder's files, sliced by --limit: (d) ingests the files themselves, so it reads them too.
+    files = folder_files(args.corpus, args.limit) if folder_run else []
+    read_s, docs = timed(documents, files, None) if folder_run else timed(documents, args.corpus, args.limit)
     new_docs = documents(args.new_corpus, args.new) if args.new else []
-    folder_run = Path(args.corpus).is_dir() and not args.limit
     embedder, extractor = resolve_embedder(None), resolve_extractor(None)
     _ = embedder.dimension  # load and warm both models before any timing
     extractor.extract(["Warm up the spaCy pipeline in Paris."])
     config = IngestConfig()
     report: dict[str, Any] = {"corpus": args.corpus, "documents": len(docs), "read_files_alone_s": round(read_s, 2)}
+    if folder_run:
+        report["files"] = [Path(f).name for f in files]
     report.update(model_stages(docs, embedder, extractor, config))
 
     with tempfile.TemporaryDirectory() as folder:
         full, empty = f"surrealkv://{folder}/full", f"surrealkv://{folder}/empty"
-        summary = ingest(full, [args.corpus] if folder_run else docs, embedder, extractor)
+        summary = ingest(full, files if folder_run else docs, embedder, extractor)
         report["d_end_to_end_s"] = summary.seconds
         report["d_stage_busy_s"] = summary.timings
         report["d_counts"] = {
@@ -199,6 +218,7 @@ def main() -> None:
         f"concept {g['concept_p50_ms']} ms; after load / after rebuild: chunk {ratio['chunk_p50_ms']}x, concept {ratio['concept_p50_ms']}x"
     )
     r = report["ratios"]
+    print(f"ingest / (embed chunks alone) = {d:.1f} / {a:.1f} s = {r['d_over_a']}x  (the issue asks for <= 2x)")
     print(
         f"ratios: (d)/(a) {r['d_over_a']}, (d)/((a)+(b)+(c)) {r['d_over_a_b_c']}, (d)/((a)+(b)+(c')) "
         f"{r['d_over_a_b_c_embedded']}, (e) full/empty {r['e_full_over_empty']}"

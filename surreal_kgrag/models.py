@@ -168,7 +168,7 @@ class IngestSummary(BaseModel):
         default_factory=dict,
         description=(
             "busy seconds per stage: load, chunk, extract, embed (chunks), write, vectors (embedding the concepts "
-            "queued for a vector, after the writes), index. Load to write run at the same time, so they add up to "
+            "queued for a vector, as the writes commit), index. Load to vectors run at the same time, so they add up to "
             "more than `seconds`"
         ),
     )

@@ -3,7 +3,9 @@
 load -> chunk -> extract concepts -> embed -> write hand batches to each other through bounded
 queues (``stages.StageLine``), so spaCy works on one batch while the embedder works on the previous
 one and the database writes the one before that (the models and the engine release the GIL), and
-memory stays flat whatever the corpus size. Here too: change detection (a document whose stored
+memory stays flat whatever the corpus size. The concepts the writes queue for a vector are embedded
+meanwhile on one more thread (``concepts.VectorWorker``, the ``vectors`` stage); what the last writes
+queued is embedded after them, then the search indexes are maintained. Here too: change detection (a document whose stored
 content hash is unchanged is skipped, and a file's parts it no longer has are deleted), the
 progress bar and the stages' busy times, and cancellation (Ctrl-C or a cancelled ``aingest`` lets
 the transaction in progress finish and raises :class:`IngestInterrupted`).
@@ -30,7 +32,7 @@ from ..loaders import find_unstorable
 from ..models import IngestSummary, LLMIngestStats, LoadFailure, SourceDocument
 from ..retrieval.scope import Scope
 from ..sections import split_document
-from .concepts import embed_many, embed_queued_concepts
+from .concepts import VectorWorker, embed_many
 from .config import IngestConfig
 from .delete import delete_records, stale_parts
 from .records import DocumentWork, PreparedDocument, in_context, prepare
@@ -105,6 +107,7 @@ class Run:
         # Counted by the extract stage; the writer counts the relations it wrote.
         self.llm = LLMIngestStats() if isinstance(parts.extractor, GraphExtractor) else None
         self.writer: Writer | None = None
+        self.vectors: VectorWorker | None = None
 
     # -- driver ----------------------------------------------------------------------------------
 
@@ -125,11 +128,17 @@ class Run:
             scope=self.scope.compile(),
             on_written=self._written,
         )
+        self.vectors = VectorWorker(self.store, self.embedder, self.abort.is_set, lambda: self._timed("vectors"))
         try:
-            self.line.run(self._load, [("extract", self._extract), ("embed", self._embed)], lambda batch: self._write(batch, writer))
-            if self.abort.is_set():  # aingest cancelled
+            with self.vectors.running() as vectors:
+                self.line.run(
+                    self._load, [("extract", self._extract), ("embed", self._embed)], lambda batch: self._write(batch, writer, vectors)
+                )
+                if not self.abort.is_set():
+                    self.progress.set_postfix_str("vectors", refresh=True)
+                    vectors.finish()  # what the last writes queued
+            if self.abort.is_set():  # aingest cancelled (the worker has stopped: its counts are final)
                 raise IngestInterrupted(self._finish())
-            self._stage_vectors()
             self._stage_index()
         except KeyboardInterrupt as interrupt:
             if isinstance(interrupt, IngestInterrupted):
@@ -140,6 +149,8 @@ class Run:
         return self._finish()
 
     def _finish(self) -> IngestSummary:
+        if self.vectors is not None:
+            self.summary.concept_vectors = self.vectors.embedded
         self.summary.failed = len(self.summary.failures)
         self.summary.timings = {k: round(v, 3) for k, v in self.timings.items()}
         self.summary.seconds = round(time.perf_counter() - self.started, 3)
@@ -148,25 +159,19 @@ class Run:
             self.summary.llm = self.llm.model_copy(update={"relations": written})
         return self.summary
 
-    def _stage_vectors(self) -> None:
-        self.progress.set_postfix_str("vectors", refresh=True)
-        with self._timed("vectors"):
-            self.summary.concept_vectors = embed_queued_concepts(self.store, self.embedder, self.abort.is_set)
-        if self.abort.is_set():
-            raise IngestInterrupted(self._finish())
-
     def _stage_index(self) -> None:
         self.progress.set_postfix_str("index", refresh=True)
         with self._timed("index"):
             self.maintain_indexes(chunks=self.summary.chunks, concepts=self.summary.concept_vectors)
 
-    def _write(self, batch: Batch, writer: Writer) -> None:
+    def _write(self, batch: Batch, writer: Writer, vectors: VectorWorker) -> None:
         self.summary.failures.extend(batch.failures)
         self.summary.skipped += batch.skipped
         self._written(len(batch.failures) + batch.skipped, 0)
-        with self._timed("write"):
+        with self._timed("write"), vectors.write_lock:
             delete_records(self.store, batch.stale, self.config.group_chunks)
             writer.write(batch.prepared, self.abort.is_set)
+        vectors.poke()
 
     @contextlib.contextmanager
     def _timed(self, stage: str) -> Iterator[None]:

@@ -1,8 +1,9 @@
 """The public ingest API: ``Ingestor`` writes documents into a knowledge-graph store.
 
 A run goes load -> chunk -> extract concepts -> embed -> write as overlapping stages (the driver is
-``surreal_kgrag.ingest.driver``). After the writes, the concepts that earned a vector are embedded
-(``concepts.py``), then the search indexes are maintained. Each small group of documents is written
+``surreal_kgrag.ingest.driver``). The concepts that earned a vector are embedded as the writes
+commit, on a thread of their own (``concepts.py``); after the writes, what they queued last, then the
+search indexes are maintained. Each small group of documents is written
 in one transaction, so a crash never leaves a document half-written; unchanged documents (same
 content hash) are skipped, so running again continues where a run stopped.
 
