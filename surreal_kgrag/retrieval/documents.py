@@ -76,12 +76,11 @@ def scores(
             key = str(hit["doc"].id)
             score[key] += weight
             dates[key] = hit.get("date") or ""
-    ranked = sorted(score, key=lambda d: (-round(score[d], 9), _newest_first(dates[d]) if latest else 0))
+    ranked = list(score)
+    if latest:
+        ranked.sort(key=lambda d: dates[d], reverse=True)  # newest first, undated ("") last; the sorts are stable
+    ranked.sort(key=lambda d: -round(score[d], 9))
     return [(doc, score[doc], dates[doc]) for doc in ranked]
-
-
-def _newest_first(date: str) -> tuple[int, ...]:
-    return tuple(-ord(c) for c in date) if date else (1,)
 
 
 def passages(request: Any, docs: list[str], per_doc: int) -> Query:
