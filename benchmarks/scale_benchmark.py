@@ -555,6 +555,7 @@ class SizeFigures:
     latency: dict[str, dict[str, float]] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)
     rows_per_chunk: dict[str, float] = field(default_factory=dict)
+    table_bytes_per_chunk: dict[str, float] = field(default_factory=dict)  # --table-bytes only
 
 
 def store_url(path: Path) -> str:
@@ -649,6 +650,58 @@ def measure_queries(
     return out
 
 
+#: Tables whose bytes on disk ``table_bytes`` measures, and whether each is a relation.
+COPIED_TABLES = {
+    "document": False,
+    "document_name": False,
+    "chunk": False,
+    "chunk_text": False,
+    "term": False,
+    "concept": False,
+    "concept_chunks": False,
+    "chunk_concepts": False,
+    "MENTIONS_CONCEPT": True,
+}
+COPY_PAGE = 2000
+
+
+def table_bytes(path: Path, work_dir: Path, dimension: int, embedder: str, log: Callable[[str], None] = print) -> dict[str, int]:
+    """Bytes on disk each table takes with its indexes: its rows copied alone into an empty store (the
+    product's schema, the search indexes rebuilt), ``du`` of that store minus ``du`` of an empty one.
+    The sum need not equal the whole store's size (compaction differs), but the shares say where the
+    bytes go. Minutes at 10k chunks: meant for the smaller sizes."""
+    from surreal_kgrag.surql import Identifier
+
+    def fresh(name: str) -> SurrealStore:
+        target = SurrealStore(store_url(work_dir / name))
+        ensure_schema(target, dimension=dimension, embedder=embedder, settings=IngestConfig().index)
+        return target
+
+    shutil.rmtree(work_dir, ignore_errors=True)
+    with fresh("empty"):
+        pass
+    empty = du_bytes(work_dir / "empty")
+    out: dict[str, int] = {}
+    with SurrealStore(store_url(path)) as source:
+        for table, relation in COPIED_TABLES.items():
+            t = time.perf_counter()
+            with fresh(table) as target:
+                start = 0
+                while True:
+                    rows = source.query("scale_copy_rows", table=Identifier(table), start=start, limit=COPY_PAGE)[-1]
+                    if not rows:
+                        break
+                    insert = "scale_copy_insert_relation" if relation else "scale_copy_insert"
+                    target.query(insert, {"rows": rows}, table=Identifier(table))
+                    start += len(rows)
+                target.optimize(force=True)
+            out[table] = du_bytes(work_dir / table) - empty
+            log(f"  table bytes: {table} {start:,} rows, {out[table] / 1e6:,.1f} MB ({time.perf_counter() - t:.0f} s)")
+            shutil.rmtree(work_dir / table, ignore_errors=True)
+    shutil.rmtree(work_dir, ignore_errors=True)
+    return out
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if values else 0.0
 
@@ -670,6 +723,7 @@ def run_sizes(
     *,
     modes: Sequence[str] = MODES,
     optimize: str = "force",
+    table_bytes_up_to: int = 0,
     log: Callable[[str], None] = print,
 ) -> list[SizeFigures]:
     """Build each size by appending to the store in ``store_dir`` and measure it."""
@@ -722,6 +776,10 @@ def run_sizes(
             figures.rows = table_rows(store)
         figures.rows_per_chunk = {t: round(n / max(1, figures.chunks), 3) for t, n in figures.rows.items()}
         figures.disk_bytes_after_optimize = du_bytes(path)
+        if figures.chunks <= table_bytes_up_to:
+            log(f"size {size:,}: copying each table alone into an empty store ...")
+            measured = table_bytes(path, store_dir / "tables", real.dimension, real.embedder_name, log)
+            figures.table_bytes_per_chunk = {t: round(b / max(1, figures.chunks), 1) for t, b in measured.items()}
         figures.peak_rss_mb = round(peak_rss_mb(), 1)
         results.append(figures)
         log(format_size(figures, real.question_embed_ms))
@@ -748,6 +806,13 @@ def format_size(f: SizeFigures, embed_ms: float) -> str:
             f"database p50 {v['db_p50_ms']:7.1f}  p95 {v['db_p95_ms']:7.1f}"
         )
     lines.append("  rows per chunk: " + ", ".join(f"{t} {r:g}" for t, r in f.rows_per_chunk.items() if f.rows.get(t)))
+    if f.table_bytes_per_chunk:
+        total = sum(f.table_bytes_per_chunk.values())
+        lines.append(
+            f"  bytes on disk per chunk by table (each copied alone, indexes included; sum {total:,.0f} vs "
+            f"{f.disk_bytes_after_optimize / max(1, f.chunks):,.0f} for the store): "
+            + ", ".join(f"{t} {b:,.0f}" for t, b in sorted(f.table_bytes_per_chunk.items(), key=lambda kv: -kv[1]))
+        )
     return "\n".join(lines)
 
 
@@ -837,6 +902,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--optimize", choices=("force", "pending", "none"), default="force", help="force: rebuild all three search indexes and time it"
     )
+    parser.add_argument(
+        "--table-bytes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="for sizes of at most N chunks, measure each table's bytes on disk by copying it alone into an empty store (slow)",
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads while the cache is built (the machine is shared)")
     parser.add_argument("--chart", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
@@ -863,7 +935,7 @@ def main(argv: list[str] | None = None) -> int:
     store_dir = args.store_dir or Path(os.environ.get("TMPDIR", "/tmp")) / f"kg-scale-{os.getpid()}"
     store_dir.mkdir(parents=True, exist_ok=True)
     try:
-        results = run_sizes(real, sizes, store_dir, modes=modes, optimize=args.optimize, log=log)
+        results = run_sizes(real, sizes, store_dir, modes=modes, optimize=args.optimize, table_bytes_up_to=args.table_bytes, log=log)
     finally:
         if temporary:
             shutil.rmtree(store_dir, ignore_errors=True)
