@@ -17,7 +17,7 @@ a store embeds (those in 2+ chunks, and titles), and the vectors of up to ``--qu
 from the corpora's ``queries.jsonl``. Later runs read the cache and load no model.
 
 **Generated chunks.** After the real documents, the store grows by *replicas*: replica r of real
-document D is a new document (title "D (r)") with as many chunks as D, chunk i built from D's chunk i
+document D is a new document (title "D r", a title concept of its own) with as many chunks as D, chunk i built from D's chunk i
 (its *donor*):
 
 - text: the donor's sentences, each replaced with probability 0.5 by a random sentence of the real
@@ -102,6 +102,7 @@ BENCH = ROOT.parent / "shared" / "bench"
 DEFAULT_CORPORA = [BENCH / "hotpotqa", BENCH / "musique"]
 MODES = ("chunk", "concept", "hybrid", "graph")
 CACHE_VERSION = 1
+GENERATOR_VERSION = 2  # stores built by another version of the generator are not appended to
 SEED = 20261125
 SWAP = 0.5  # share of a generated chunk's sentences taken from other real chunks
 SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -266,8 +267,9 @@ def compute_real(
 
 class CachedEmbedder:
     """The embedder a benchmark store is written and queried with: cached MiniLM vectors for the real
-    concept names and questions; a generated concept name (``<real name> #n``) gets its template's
-    vector plus noise, any other text a random unit vector seeded by its hash. Never loads a model."""
+    concept names and questions; a generated concept name (``<real name> #n``) or title (``<real
+    title> r``) gets its real name's vector plus noise, any other text a random unit vector seeded by
+    its hash. Never loads a model."""
 
     def __init__(self, real: RealCorpus, noise: float) -> None:
         self.real = real
@@ -288,7 +290,8 @@ class CachedEmbedder:
             return known
         seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
         rng = np.random.default_rng(seed)
-        base = self.real.concept_vectors.get(text.rsplit(" #", 1)[0])
+        stem, _, suffix = text.rpartition(" ")  # "<real name> #n", a generated title "<real title> r"
+        base = self.real.concept_vectors.get(stem) if suffix.lstrip("#").isdigit() else None
         vector = rng.standard_normal(self.dimension) if base is None else base + self.noise * rng.standard_normal(self.dimension)
         return (vector / np.linalg.norm(vector)).astype(np.float32)
 
@@ -444,7 +447,9 @@ class Generator:
         for index, content in enumerate(texts):
             chunks.append(TextChunk(index=index, content=content, start=position_in_text, end=position_in_text + len(content)))
             position_in_text += len(content) + 1
-        title = f"{donor_doc.title or donor_doc.key} ({slot.replica})"
+        # "Marie Curie 3": a title concept of its own. "Marie Curie (3)" would also give the alias
+        # "marie curie", the real document's title: every replica would be an own edge of it.
+        title = f"{donor_doc.title or donor_doc.key} {slot.replica}"
         doc = SourceDocument(
             key=f"gen/{slot.replica}/{donor_doc.key}", text=text, title=title, source=f"generated/{slot.replica}/{donor_doc.source}"
         )
@@ -735,7 +740,7 @@ def run_sizes(
     )
     path = store_dir / "kg"
     marker = store_dir / "progress.json"
-    key = f"{real.embedder_name} {real.chunk_count} {len(real.docs)} {gen.seed} v{CACHE_VERSION}"
+    key = f"{real.embedder_name} {real.chunk_count} {len(real.docs)} {gen.seed} v{CACHE_VERSION} g{GENERATOR_VERSION}"
     progress = Progress(key)
     if marker.is_file():
         progress = Progress(**json.loads(marker.read_text()))
