@@ -655,26 +655,32 @@ def measure_queries(
     return out
 
 
-#: Tables whose bytes on disk ``table_bytes`` measures, and whether each is a relation.
-COPIED_TABLES = {
-    "document": False,
-    "document_name": False,
-    "chunk": False,
-    "chunk_text": False,
-    "term": False,
-    "concept": False,
-    "concept_chunks": False,
-    "chunk_concepts": False,
-    "MENTIONS_CONCEPT": True,
-}
+#: What ``table_bytes`` copies: (label, table, is a relation, search index left out). The variants
+#: without their search index say what the index itself takes (the difference).
+COPIED_TABLES = (
+    ("document", "document", False, None),
+    ("document_name", "document_name", False, None),
+    ("chunk", "chunk", False, None),
+    ("chunk without HNSW", "chunk", False, "chunk"),
+    ("chunk_text", "chunk_text", False, None),
+    ("chunk_text without BM25", "chunk_text", False, "text"),
+    ("term", "term", False, None),
+    ("concept", "concept", False, None),
+    ("concept without HNSW", "concept", False, "concept"),
+    ("concept_chunks", "concept_chunks", False, None),
+    ("chunk_concepts", "chunk_concepts", False, None),
+    ("MENTIONS_CONCEPT", "MENTIONS_CONCEPT", True, None),
+)
 COPY_PAGE = 2000
 
 
 def table_bytes(path: Path, work_dir: Path, dimension: int, embedder: str, log: Callable[[str], None] = print) -> dict[str, int]:
     """Bytes on disk each table takes with its indexes: its rows copied alone into an empty store (the
-    product's schema, the search indexes rebuilt), ``du`` of that store minus ``du`` of an empty one.
-    The sum need not equal the whole store's size (compaction differs), but the shares say where the
-    bytes go. Minutes at 10k chunks: meant for the smaller sizes."""
+    product's schema, the search indexes rebuilt), ``du`` of that store minus ``du`` of an empty one;
+    for chunk, chunk_text and concept also without their search index. The sum need not equal the
+    whole store's size (compaction differs), but the shares say where the bytes go. Minutes at 10k
+    chunks: meant for the smaller sizes."""
+    from surreal_kgrag.db.catalog import SEARCH_INDEXES
     from surreal_kgrag.surql import Identifier
 
     def fresh(name: str) -> SurrealStore:
@@ -688,9 +694,13 @@ def table_bytes(path: Path, work_dir: Path, dimension: int, embedder: str, log: 
     empty = du_bytes(work_dir / "empty")
     out: dict[str, int] = {}
     with SurrealStore(store_url(path)) as source:
-        for table, relation in COPIED_TABLES.items():
+        for label, table, relation, left_out in COPIED_TABLES:
             t = time.perf_counter()
-            with fresh(table) as target:
+            folder = label.replace(" ", "_")
+            with fresh(folder) as target:
+                if left_out is not None:
+                    live = target.index_states()[left_out].name
+                    target.query("index_remove", index=Identifier(live), table=Identifier(SEARCH_INDEXES[left_out].table))
                 start = 0
                 while True:
                     rows = source.query("scale_copy_rows", table=Identifier(table), start=start, limit=COPY_PAGE)[-1]
@@ -699,10 +709,11 @@ def table_bytes(path: Path, work_dir: Path, dimension: int, embedder: str, log: 
                     insert = "scale_copy_insert_relation" if relation else "scale_copy_insert"
                     target.query(insert, {"rows": rows}, table=Identifier(table))
                     start += len(rows)
-                target.optimize(force=True)
-            out[table] = du_bytes(work_dir / table) - empty
-            log(f"  table bytes: {table} {start:,} rows, {out[table] / 1e6:,.1f} MB ({time.perf_counter() - t:.0f} s)")
-            shutil.rmtree(work_dir / table, ignore_errors=True)
+                if left_out is None:
+                    target.optimize(force=True)
+            out[label] = du_bytes(work_dir / folder) - empty
+            log(f"  table bytes: {label} {start:,} rows, {out[label] / 1e6:,.1f} MB ({time.perf_counter() - t:.0f} s)")
+            shutil.rmtree(work_dir / folder, ignore_errors=True)
     shutil.rmtree(work_dir, ignore_errors=True)
     return out
 
@@ -812,7 +823,7 @@ def format_size(f: SizeFigures, embed_ms: float) -> str:
         )
     lines.append("  rows per chunk: " + ", ".join(f"{t} {r:g}" for t, r in f.rows_per_chunk.items() if f.rows.get(t)))
     if f.table_bytes_per_chunk:
-        total = sum(f.table_bytes_per_chunk.values())
+        total = sum(b for t, b in f.table_bytes_per_chunk.items() if " without " not in t)
         lines.append(
             f"  bytes on disk per chunk by table (each copied alone, indexes included; sum {total:,.0f} vs "
             f"{f.disk_bytes_after_optimize / max(1, f.chunks):,.0f} for the store): "
