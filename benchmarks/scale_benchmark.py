@@ -169,6 +169,7 @@ def cache_key(corpora: Sequence[Path], filings: Path | None, max_docs: int | Non
     files = [f for folder in corpora for f in (folder / "corpus.jsonl", folder / "queries.jsonl") if f.is_file()]
     if filings is not None:
         files += sorted(p for p in filings.rglob("*") if p.is_file())
+        files += [q for q in (filings.parent / "queries.jsonl",) if q.is_file()]
     for f in files:
         stat = f.stat()
         digest.update(f"{f.resolve()} {stat.st_size} {int(stat.st_mtime)}".encode())
@@ -192,7 +193,8 @@ def load_real(
         docs = read_documents(corpora, filings, max_docs)
         chunks = [split_document(config.chunker, doc) for doc in docs]
         docs, chunks = [d for d, c in zip(docs, chunks) if c], [c for c in chunks if c]
-        compute_real(docs, chunks, read_questions(corpora, questions), folder, log)
+        asked = [*corpora, filings.parent] if filings is not None else list(corpora)  # sec10q/queries.jsonl beside docs/
+        compute_real(docs, chunks, read_questions(asked, questions), folder, log)
     docs = DOCS.validate_json((folder / "documents.json").read_bytes())
     chunks = CHUNKS.validate_json((folder / "chunks.json").read_bytes())
     first = list(np.cumsum([0] + [len(c) for c in chunks])[:-1])
@@ -910,7 +912,10 @@ def main(argv: list[str] | None = None) -> int:
         "--filings",
         type=Path,
         default=None,
-        help="a folder of PDFs to add to the real corpus (e.g. ../shared/bench/sec10q/docs; ~6k chunks, minutes of model work once)",
+        help=(
+            "a folder of PDFs to add to the real corpus (e.g. ../shared/bench/sec10q/docs; the queries.jsonl beside it joins "
+            "the questions; ~6k chunks, minutes of model work once; symlinks are not followed)"
+        ),
     )
     parser.add_argument("--max-docs", type=int, default=None, help="read at most this many records of each corpus (smoke runs)")
     parser.add_argument("--questions", type=int, default=100)
