@@ -794,11 +794,11 @@ def run_sizes(
             figures.rows = table_rows(store)
         figures.rows_per_chunk = {t: round(n / max(1, figures.chunks), 3) for t, n in figures.rows.items()}
         figures.disk_bytes_after_optimize = du_bytes(path)
+        figures.peak_rss_mb = round(peak_rss_mb(), 1)  # before the table copies, which hold stores of their own
         if figures.chunks <= table_bytes_up_to:
             log(f"size {size:,}: copying each table alone into an empty store ...")
             measured = table_bytes(path, store_dir / "tables", real.dimension, real.embedder_name, log)
             figures.table_bytes_per_chunk = {t: round(b / max(1, figures.chunks), 1) for t, b in measured.items()}
-        figures.peak_rss_mb = round(peak_rss_mb(), 1)
         results.append(figures)
         log(format_size(figures, real.question_embed_ms))
     return results
