@@ -181,3 +181,15 @@ def test_a_long_document_is_deleted_in_bounded_transactions(store, reference, mo
     assert delete_records(store, [RecordID("document", "long.txt"), RecordID("document", "nope")], slice_chunks=GROUP) == 1
     assert removed and max(removed) <= GROUP and sum(removed) == 300
     assert snapshot(store) == snapshot(reference) and integrity(store) == {}
+
+
+def test_a_key_that_holds_or_ends_in_colons_is_written_in_slices_and_replaced_whole(store, reference):
+    """Chunk ids are '<key>::<hash>::<index>'; a key like 'ledger::2024:' must not confuse which version a chunk is of."""
+    key = "ledger::2024:"
+    write(store, document(key, 150, seed=2))
+    assert chunks_shown(store, key) == list(range(150))
+    summary = write(store, document(key, 100, seed=6))
+    assert summary.failures == [] and summary.chunks == 100
+    assert chunks_shown(store, key) == list(range(100))
+    write(reference, document(key, 100, seed=6), group_chunks=1_000)
+    assert snapshot(store) == snapshot(reference) and integrity(store) == {}
