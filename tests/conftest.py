@@ -26,3 +26,15 @@ def spacy_extractor(spacy_nlp):
     from surreal_kgrag.extract import SpacyConceptExtractor
 
     return SpacyConceptExtractor(spacy_nlp)
+
+
+@pytest.fixture
+def ctrl_c_raises():
+    """Ctrl-C (``_thread.interrupt_main``) raises KeyboardInterrupt in the main thread, as it does in
+    a user's process: an earlier test in the session (an event loop runner, a server library) may
+    have left its own SIGINT handler installed."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

@@ -263,7 +263,7 @@ def test_min_chunks_of_one_embeds_every_concept(store, minilm, spacy_extractor):
     _assert_vectors_where_earned(store, min_chunks=1)
 
 
-def test_concept_vectors_cut_short_are_finished_by_the_next_run(store, minilm, spacy_extractor):
+def test_concept_vectors_cut_short_are_finished_by_the_next_run(store, minilm, spacy_extractor, ctrl_c_raises):
     class InterruptedVectors(CountingEmbedder):
         """MiniLM; Ctrl-C arrives (in the calling thread, as a real one does) while the run embeds its
         queued concepts (on their own thread); the slice being embedded is dropped, not written."""

@@ -143,7 +143,7 @@ def test_a_document_that_fails_to_write_leaves_the_others_complete(store, minilm
 
 # Extract's 5th batch: with one batch between stages, the write stage holds the first batch by then.
 @pytest.mark.parametrize(("where", "call"), [("kgrag-extract", 5), ("kgrag-vectors", 2)])
-def test_ctrl_c_mid_run_leaves_the_rest_queued_and_the_next_run_finishes(store, minilm, spacy_extractor, where, call):
+def test_ctrl_c_mid_run_leaves_the_rest_queued_and_the_next_run_finishes(store, minilm, spacy_extractor, where, call, ctrl_c_raises):
     """Ctrl-C while the stages run (extract) or while the worker embeds names (vectors): what was
     written is complete, each concept that earned a vector has it or waits in the queue, and the
     next run embeds exactly the names still waiting."""
