@@ -12,6 +12,7 @@ import collections
 import threading
 
 import pytest
+from test_ingest import CountingEmbedder
 
 from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore
 from surreal_kgrag.chunking import SentenceChunker
@@ -41,32 +42,20 @@ def _documents() -> list[SourceDocument]:
     ]
 
 
-class RecordingEmbedder:
+class RecordingEmbedder(CountingEmbedder):
     """The real MiniLM embedder, recording which thread embedded which texts, in call order."""
 
     def __init__(self, inner, on_embed=None):
-        self.inner = inner
+        super().__init__(inner)
         self.calls: list[tuple[str, list[str]]] = []
         self.on_embed = on_embed
-
-    name = property(lambda self: self.inner.name)
-    dimension = property(lambda self: self.inner.dimension)
 
     def embed_documents(self, texts):
         thread = threading.current_thread().name
         self.calls.append((thread, list(texts)))
         if self.on_embed is not None:
             self.on_embed(thread)
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text):
-        return self.inner.embed_query(text)
-
-    async def aembed_documents(self, texts):
-        return self.embed_documents(texts)
-
-    async def aembed_query(self, text):
-        return self.inner.embed_query(text)
+        return super().embed_documents(texts)
 
     def names(self) -> list[str]:
         """Every concept name embedded (the vectors thread embeds names only), repeats kept."""
