@@ -27,6 +27,12 @@ class QueryExecutionError(KGRagError):
     """SurrealDB rejected a statement; the message names the query file and the server's reason."""
 
 
+def is_conflict(error: BaseException) -> bool:
+    """Whether SurrealDB refused a transaction because another one wrote the same keys meanwhile:
+    trying it again may succeed."""
+    return isinstance(error, QueryExecutionError) and "conflict" in str(error).lower()
+
+
 class LoaderError(KGRagError):
     """An input could not be read. Batch loaders report it and move on instead of raising."""
 

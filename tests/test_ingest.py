@@ -365,6 +365,58 @@ def test_document_frequencies_match_the_edges_after_grouped_writes_and_updates(s
         assert row["df"] == len(row["documents"]) > 0, row
 
 
+
+def test_frequencies_and_titles_follow_renames_moves_and_deletes_from_several_writers(store, minilm, spacy_extractor):
+    """df and `titled` change by deltas (fragments/document_frequencies.surql): each step must leave
+    them equal to a count from the edges, with writers on several threads sharing concepts."""
+    config = IngestConfig(batch_size=4, group_size=2)
+    places = ["Paris", "Lisbon", "Vienna", "Warsaw"]
+    texts = {
+        f"p{i}": f"Marie Curie wrote to Pierre Curie from {places[i % 4]} in {1890 + i}. {places[(i + 1) % 4]} replied."
+        for i in range(12)
+    }
+
+    def ingest(keys):
+        Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=config).ingest(
+            [SourceDocument(key=k, source=f"letters/{k}", text=texts[k], title=f"Letter {k}" if k != "p0" else "Marie Curie") for k in keys]
+        )
+
+    writers = [threading.Thread(target=ingest, args=(list(texts)[i::3],)) for i in range(3)]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+
+    def exact(expected_documents: int) -> dict:
+        report = store.query("check_integrity")[-1]
+        assert report["concepts_with_wrong_df"] == report["concepts_with_wrong_titled"] == 0, report
+        assert report["concepts_unmentioned"] == 0, report
+        assert get_stats(store).documents == expected_documents
+        return _concepts(store, "marie curie", "paris", "lisbon", "vienna", "warsaw")
+
+    def titled(name: str) -> bool:
+        return store.query_text("test: titled", "SELECT VALUE titled FROM ONLY $id;", {"id": RecordID("concept", name)})[-1]
+
+    concepts = exact(12)
+    assert concepts["marie curie"]["df"] == 12 and titled("marie curie")
+    assert concepts["paris"]["df"] == 6  # p0, p4, p8 from Paris; p3, p7, p11 answered from it
+
+    # p0 renamed: "marie curie" names no document any more, though every letter still mentions it.
+    texts["p0"] = "Pierre Curie wrote from Vienna in 1890."
+    Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=config).ingest(
+        [SourceDocument(key="p0", source="letters/p0", text=texts["p0"], title="Pierre Curie")]
+    )
+    concepts = exact(12)
+    assert concepts["marie curie"]["df"] == 11 and not titled("marie curie")
+    assert concepts["paris"]["df"] == 5
+    assert titled("pierre curie")
+
+    # Every document from Paris or answered from it goes: the concept goes with its last mention.
+    assert Ingestor(store, embedder=minilm, extractor=spacy_extractor).delete(["p3", "p4", "p7", "p8", "p11"]) == 5
+    concepts = exact(7)
+    assert "paris" not in concepts and concepts["marie curie"]["df"] == 6
+
+
 def _term_frequencies(store):
     return dict(store.query("term_frequencies")[-1])
 

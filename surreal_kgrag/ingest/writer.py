@@ -15,7 +15,7 @@ from collections.abc import Callable
 from functools import partial
 
 from ..db import SurrealStore
-from ..errors import QueryExecutionError
+from ..errors import QueryExecutionError, is_conflict
 from ..models import ConceptMention, IngestSummary, LoadFailure
 from ..surql import NO_FILTER, CompiledFilter
 from .bridges import link
@@ -101,7 +101,7 @@ class Writer:
             try:
                 return write()
             except QueryExecutionError as error:
-                if attempt < ATTEMPTS and "conflict" in str(error).lower():
+                if attempt < ATTEMPTS and is_conflict(error):
                     continue
                 raise
         raise AssertionError("unreachable")
@@ -129,15 +129,7 @@ class Writer:
         for item in group:
             for name, mention in item.concepts.items():
                 mentions.setdefault(name, mention)  # the first document's mention names a new concept
-        names = sorted(mentions)
-        concepts = [
-            {
-                **concept_record(mentions[name]),
-                "df": sum(name in item.concepts for item in group),
-                "titled": any(name in item.own_names for item in group),
-            }
-            for name in names
-        ]
+        concepts = [concept_record(mentions[name]) for name in sorted(mentions)]
         created: int = self.store.query(
             "write_documents",
             {
