@@ -20,7 +20,7 @@ from ..errors import ConfigurationError
 from ..surql import CompiledFilter
 from . import plan as plans
 from .config import RetrieverConfig
-from .plan import Beside, Call, Compute, Concurrently, Plan, Query
+from .plan import Call, Plan
 from .results import EMBED, RERANK, RetrievalResult, RetrievedDocument, Timings
 from .scope import Scope
 
@@ -35,16 +35,12 @@ class Request(BaseModel):
     fetch: int = Field(description="documents the plan ranks: k, or the rerank pool")
     scope: Scope = Field(description="what the caller may read")
     filter: CompiledFilter = Field(description="the scope ANDed with the call's filter")
-    embedding: list[float] | None = Field(
-        description="the question's vector; None until the mode's first step, beside which it is computed"
-    )
+    embedding: list[float]
     concepts: list[str] = Field(default_factory=list)
 
     @property
     def vector(self) -> np.ndarray:
         """The embedding as float32: the embedded engine's encoder packs it in one step."""
-        if self.embedding is None:
-            raise RuntimeError("the question's embedding is read before it was computed (BaseRetriever.embedded)")
         return np.asarray(self.embedding, dtype=np.float32)
 
 
@@ -89,8 +85,6 @@ class BaseRetriever:
     # Whether the mode's KNN runs over chunks with the filter inside it (chunk, hybrid, graph), and so
     # needs the workarounds for filtered HNSW search; concept KNN is over unfiltered concepts.
     filtered_chunk_knn: ClassVar[bool] = True
-    # Whether the mode's first step needs no vector, so the question is embedded beside it (embedded()).
-    embeds_beside: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -206,28 +200,17 @@ class BaseRetriever:
         narrowed = self.scope.narrow(scope)
         compiled = narrowed.restrict(filters)
         if embedding is None:
-            embedding = self._embeddings.lookup(query)
-        request = Request(
-            query=query, k=k, fetch=fetch, scope=narrowed, filter=compiled, embedding=None if embedding is None else list(embedding)
-        )
-        if not self.embeds_beside:
-            yield from self.embedded(request)
+            embedding = yield from self._embed(query)
+        request = Request(query=query, k=k, fetch=fetch, scope=narrowed, filter=compiled, embedding=list(embedding))
         yield from self._analyze(request)
         return request
 
-    def embedded(self, request: Request, beside: Query | Concurrently | Call | Compute | None = None) -> Plan[Any]:
-        """Make sure ``request`` has the question's vector. With ``beside``, that step runs (and
-        its answer is returned) while the question is embedded: a mode whose first queries do not
-        need the vector does not wait for the model before sending them."""
-        if request.embedding is not None:
-            return (yield beside) if beside is not None else None
-        embed = Call(partial(self.embedder.embed_query, request.query), partial(self.embedder.aembed_query, request.query), EMBED)
-        if beside is None:
-            vector, answer = (yield embed), None
-        else:
-            vector, answer = yield Beside(embed, beside)
-        request.embedding = self._embeddings.remember(request.query, _as_list(vector))
-        return answer
+    def _embed(self, query: str) -> Plan[list[float]]:
+        cached = self._embeddings.lookup(query)
+        if cached is not None:
+            return cached
+        vector = yield Call(partial(self.embedder.embed_query, query), partial(self.embedder.aembed_query, query), EMBED)
+        return self._embeddings.remember(query, _as_list(vector))
 
     def _analyze(self, request: Request) -> Plan[None]:
         """Work a mode needs before its queries (hybrid: the concepts the query names)."""

@@ -75,8 +75,7 @@ class GraphRetriever(HybridRetriever):
             queries.append(Query("search_fulltext", text_params, placeholders))
         if self._uses_documents():
             queries.append(documents.name_lookup(spans, periods, config.document_per_name, request))
-        # None of these needs the question's vector: it is computed meanwhile.
-        results = yield from self.embedded(request, Concurrently(tuple(queries)))
+        results = yield Concurrently(tuple(queries))
         names = yield Compute(partial(self._names, spans, results[0][-1], chunk_total), ANALYZE)
         text = yield Compute(partial(_text_hits, results[1][-1] if words else []), RANK)
         named_docs: list[tuple[str, float, str]] = []

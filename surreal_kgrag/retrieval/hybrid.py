@@ -34,7 +34,6 @@ class HybridRetriever(BaseRetriever):
     mode = "hybrid"
     config_class: ClassVar[type[RetrieverConfig]] = HybridConfig
     config: HybridConfig
-    embeds_beside = True  # beside the question's spaCy pass (graph: beside its first queries)
 
     def __init__(self, store: SurrealStore, *, extractor: Any = None, **kwargs: Any) -> None:
         super().__init__(store, **kwargs)
@@ -60,12 +59,9 @@ class HybridRetriever(BaseRetriever):
         self._query_concepts.forget(query)
 
     def _analyze(self, request: Request) -> Plan[None]:
-        """The concepts the question names (spaCy), found while the question is embedded."""
         cached = self._query_concepts.lookup(request.query)
         if cached is None:
-            cached = yield from self.embedded(request, Call(partial(self._concepts, request.query), None, ANALYZE))
-        else:
-            yield from self.embedded(request)
+            cached = yield Call(partial(self._concepts, request.query), None, ANALYZE)
         request.concepts = cached
 
     def _chunk_total(self, request: Request) -> Plan[int]:

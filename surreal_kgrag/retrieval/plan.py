@@ -10,9 +10,7 @@ A *plan* is a generator that yields the I/O it needs and receives the answers:
   drivers and timed under its bucket, so a search can say where its wall-clock time went;
 - :class:`Gather`: several calls at once, at most ``limit`` in flight; the answer lists each call's
   value or the :class:`~surreal_kgrag.errors.KGRagError` it raised, so one failure does not stop
-  the others;
-- :class:`Beside`: a call run while another step runs (embedding the question while the first
-  queries, which do not need its vector, are answered); the answer is both values.
+  the others.
 
 It returns its result when it is done. :func:`run` drives a plan with blocking calls and
 :func:`arun` with awaited ones, so a retriever, a tool or an LLM feature is written once for both,
@@ -24,10 +22,9 @@ or to send a model its error) or let it propagate to the caller.
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -82,19 +79,7 @@ class Gather:
     timing: str = "call"
 
 
-@dataclass(frozen=True)
-class Beside:
-    """``call`` runs (in a worker thread under :func:`run`, as a task under :func:`arun`) while
-    ``step`` runs; the answer is ``(call's value, step's answer)``. The step's time is recorded
-    under its own bucket and only the time then spent waiting for ``call`` under ``call.timing``,
-    so the buckets of a plan still add up to its wall-clock time."""
-
-    call: Call
-    step: Query | Concurrently | Call | Compute
-
-
-Simple = Query | Concurrently | Call | Compute | Gather
-Step = Simple | Beside
+Step = Query | Concurrently | Call | Compute | Gather
 Plan = Generator[Step, Any, T]
 
 #: The bucket the time spent in queries is recorded under.
@@ -114,11 +99,10 @@ def run(store: SurrealStore | None, plan: Plan[T], timings: dict[str, float] | N
             return done.value
         start = time.perf_counter()
         try:
-            answer, error = (_beside(store, step, timings) if isinstance(step, Beside) else _run(store, step)), None
+            answer, error = _run(store, step), None
         except Exception as raised:  # handed to the plan, which handles or re-raises it
             answer, error = None, raised
-        if not isinstance(step, Beside):
-            _add(timings, step, time.perf_counter() - start)
+        _add(timings, step, time.perf_counter() - start)
 
 
 async def arun(store: SurrealStore | None, plan: Plan[T], timings: dict[str, float] | None = None) -> T:
@@ -134,56 +118,13 @@ async def arun(store: SurrealStore | None, plan: Plan[T], timings: dict[str, flo
             return done.value
         start = time.perf_counter()
         try:
-            answer, error = (await _abeside(store, step, timings) if isinstance(step, Beside) else await _arun(store, step)), None
+            answer, error = await _arun(store, step), None
         except Exception as raised:  # handed to the plan, which handles or re-raises it
             answer, error = None, raised
-        if not isinstance(step, Beside):
-            _add(timings, step, time.perf_counter() - start)
+        _add(timings, step, time.perf_counter() - start)
 
 
-def _beside(store: SurrealStore | None, step: Beside, timings: dict[str, float]) -> tuple[Any, Any]:
-    future = _beside_pool().submit(step.call.run)
-    start = time.perf_counter()
-    try:
-        answer = _run(store, step.step)
-    finally:
-        _add(timings, step.step, time.perf_counter() - start)
-        waited = time.perf_counter()
-        wait([future])  # never left running behind the plan, even when the step failed
-        _add(timings, step.call, time.perf_counter() - waited)
-    return future.result(), answer
-
-
-async def _abeside(store: SurrealStore | None, step: Beside, timings: dict[str, float]) -> tuple[Any, Any]:
-    task = asyncio.ensure_future(_acall(step.call))
-    start = time.perf_counter()
-    try:
-        answer = await _arun(store, step.step)
-    except BaseException:
-        task.cancel()
-        raise
-    finally:
-        _add(timings, step.step, time.perf_counter() - start)
-    waited = time.perf_counter()
-    value = await task
-    _add(timings, step.call, time.perf_counter() - waited)
-    return value, answer
-
-
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _beside_pool() -> ThreadPoolExecutor:
-    """Worker threads for :class:`Beside` calls, made once: a search should not pay for starting one."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kgrag-beside")
-        return _POOL
-
-
-def _run(store: SurrealStore | None, step: Simple) -> Any:
+def _run(store: SurrealStore | None, step: Step) -> Any:
     if isinstance(step, Compute):
         return step.run()
     if isinstance(step, Query):
@@ -198,7 +139,7 @@ def _run(store: SurrealStore | None, step: Simple) -> Any:
     return step.run()
 
 
-async def _arun(store: SurrealStore | None, step: Simple) -> Any:
+async def _arun(store: SurrealStore | None, step: Step) -> Any:
     if isinstance(step, Compute):
         return step.run()
     if isinstance(step, Query):
@@ -238,6 +179,6 @@ def _store(store: SurrealStore | None, step: Step) -> SurrealStore:
     return store
 
 
-def _add(timings: dict[str, float], step: Simple, seconds: float) -> None:
+def _add(timings: dict[str, float], step: Step, seconds: float) -> None:
     bucket = step.timing if isinstance(step, (Call, Compute, Gather)) else SEARCH
     timings[bucket] = timings.get(bucket, 0.0) + seconds
