@@ -18,7 +18,8 @@ from surrealdb import RecordID
 
 from langchain_surreal_kgrag import SurrealKGRetriever as LangChainRetriever
 from langchain_surreal_kgrag import SurrealKGVectorStore as LangChainVectorStore
-from surreal_kgrag import Ingestor, ScopeError, SourceDocument, SurrealStore, make_retriever
+from surreal_kgrag import IngestConfig, Ingestor, ScopeError, SourceDocument, SurrealStore, make_retriever
+from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.retrieval import Scope
 from surreal_kgrag.vectors import TextStore, VectorWriteError
 
@@ -174,3 +175,40 @@ def test_tenants_writing_at_once_from_threads_never_touch_each_others_documents(
     assert len(won) == 1 and _stored(store, "contested")["access"] == won
     for loser in set(tenants) - set(won):
         assert len(refused[loser]) == 1 and "'contested'" in refused[loser][0]
+
+
+def _long_text(place: str, n: int) -> str:
+    return " ".join(f"Report {i} from {place} counts {i * 7} crates of amber." for i in range(n))
+
+
+def test_scoped_writers_stay_inside_their_scope_on_documents_written_in_slices(store, minilm, spacy_extractor):
+    """A document longer than a write group is written in slices before its row commits it
+    (surreal_kgrag.ingest.writer): each slice and the commit check the writer's scope."""
+    config = IngestConfig(chunker=SentenceChunker(max_tokens=16, overlap_tokens=0), group_chunks=8)
+    public = Ingestor(store, embedder=minilm, extractor=spacy_extractor, scope=Scope(access=["public"]), config=config)
+    red = Ingestor(store, embedder=minilm, extractor=spacy_extractor, scope=Scope(filters={"metadata.team": "red"}), config=config)
+    admin = Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=config)
+    secret = _stored(store, "secret")
+
+    # Replacing a document it cannot read: refused at the first slice.
+    refused = public.ingest([SourceDocument(key="secret", text=_long_text("Krakow", 40), source="x.txt")])
+    assert refused.added == refused.updated == 0 and "'secret'" in str(refused.failures)
+    # A document it could not read afterwards: the slices are written, the commit refuses them and
+    # they are removed.
+    blue = red.ingest([SourceDocument(key="blue-long", text=_long_text("Gdansk", 40), source="b.txt", metadata={"team": "blue"})])
+    assert blue.added == 0 and "'blue-long'" in str(blue.failures) and _stored(store, "blue-long") is None
+    # Its own long document is written whole, under its labels.
+    assert public.ingest([SourceDocument(key="mine-long", text=_long_text("Poznan", 40), source="m.txt")]).added == 1
+    mine = _stored(store, "mine-long")
+    assert mine["access"] == ["public"] and mine["chunk_count"] > 3 * 8
+    # Another's long document is not deleted; its own is, in steps.
+    assert admin.ingest([SourceDocument(key="staff-long", text=_long_text("Lodz", 40), source="s.txt", access=["staff"])]).added == 1
+    assert public.delete(["staff-long", "mine-long"]) == 1
+    assert _stored(store, "staff-long")["chunk_count"] > 3 * 8 and _stored(store, "mine-long") is None
+
+    assert _stored(store, "secret") == secret
+    report = store.query("check_integrity")[-1]
+    # (chunks_without_edges: the fixture's "Second part of the staff notes." names no concept.)
+    assert {k: v for k, v in report.items() if v} == {"chunks_without_edges": 1}, report
+    searched = make_retriever("chunk", store, embedder=minilm).search("crates of amber from Gdansk", k=5)
+    assert searched.documents and all(d.id != "blue-long" for d in searched.documents)
