@@ -7,7 +7,7 @@ import re
 import pytest
 from surrealdb import RecordID
 
-from surreal_kgrag import Ingestor, surql
+from surreal_kgrag import Ingestor, SourceDocument, surql
 from surreal_kgrag.errors import QueryExecutionError, SchemaMismatchError
 from surreal_kgrag.schema import SCHEMA_VERSION, IndexSettings, ensure_schema
 from surreal_kgrag.store import SurrealStore
@@ -27,7 +27,7 @@ def test_schema_is_idempotent():
         ensure_schema(store, dimension=8, embedder="e")
         ensure_schema(store, dimension=8, embedder="e")
         assert _definitions(store) == first
-        assert set(first["db"]["tables"]) == {"document", "chunk", "chunk_text", "term", "concept", "concept_chunks", "chunk_concepts", "concept_vector_queue", "MENTIONS_CONCEPT", "RELATES_TO", "kg_meta", "document_name", "pending_write"}
+        assert set(first["db"]["tables"]) == {"document", "chunk", "chunk_text", "term", "concept", "concept_chunks", "chunk_concepts", "concept_vector_queue", "MENTIONS_CONCEPT", "RELATES_TO", "kg_meta", "document_name", "pending_write", "concept_title"}
 
 
 def test_schema_declares_the_documented_indexes():
@@ -119,7 +119,7 @@ def test_store_from_before_the_graph_schema_asks_for_a_new_ingest(version):
         store.query("store_meta_write", {"meta": {"dimension": 4, "embedder": "e", "schema_version": version}})
         with pytest.raises(SchemaMismatchError, match=f"store schema {version}.*Ingest your documents again"):
             ensure_schema(store, dimension=4, embedder="e")
-    assert SCHEMA_VERSION == 7
+    assert SCHEMA_VERSION == 8
 
 
 def test_a_schema_4_store_gains_its_concept_chunk_counts_in_place(minilm, spacy_extractor):
@@ -133,7 +133,7 @@ def test_a_schema_4_store_gains_its_concept_chunk_counts_in_place(minilm, spacy_
         store.query("store_meta_write", {"meta": {**meta, "schema_version": 4}})
         store.query_text("test: as schema 4", "REMOVE TABLE concept_chunks;")
         ensure_schema(store, dimension=minilm.dimension, embedder=minilm.name)
-        assert store.query("store_meta")[-1]["schema_version"] == SCHEMA_VERSION  # 4 -> 5 -> 6 -> 7
+        assert store.query("store_meta")[-1]["schema_version"] == SCHEMA_VERSION  # 4 -> 5 -> 6 -> 7 -> 8
         assert dict(store.query("concept_chunk_counts")[-1]) == counts
 
 
@@ -153,3 +153,20 @@ def test_a_schema_5_store_takes_concepts_without_vectors_after_migrating(minilm,
         assert summary.added == 1 and store.query("store_meta")[-1]["schema_version"] == SCHEMA_VERSION
         vectors = {row["name"]: row.get("embedding") for row in store.query("concept_vectors")[-1]}
         assert vectors["grace hopper"] is None and vectors["charles babbage"] is not None
+
+
+def test_a_schema_7_store_gains_its_title_rows(minilm, spacy_extractor):
+    """Schema 8 looks titles up in `concept_title` rows (the forward bridges of every write): a store written
+    before them gets them on open."""
+    with SurrealStore("mem://") as store:
+        ingestor = Ingestor(store, embedder=minilm, extractor=spacy_extractor)
+        ingestor.ingest([SourceDocument(key="z", title="Zanzibar Archive", text="The archive holds ledgers.", source="z.txt")])
+        meta = store.query("store_meta")[-1]
+        store.query("store_meta_write", {"meta": {**meta, "schema_version": 7}})
+        store.query_text("test: as schema 7", "DELETE concept_title;")
+        asked = [RecordID("concept_title", name) for name in ("zanzibar archive", "ledgers", "nowhere")]
+        assert store.query("title_concepts", {"ids": asked})[-1] == []
+        ensure_schema(store, dimension=minilm.dimension, embedder=minilm.name)
+        assert store.query("store_meta")[-1]["schema_version"] == SCHEMA_VERSION
+        assert store.query("check_integrity")[-1]["titles_out_of_step"] == 0
+        assert store.query("title_concepts", {"ids": asked})[-1] == [RecordID("concept_title", "zanzibar archive")]

@@ -44,7 +44,7 @@ def link(store: SurrealStore, group: list[PreparedDocument], scope: CompiledFilt
     candidates = {span.name for item in group for chunk in spans[id(item)] for span in chunk}
     if not candidates and not own:
         return []
-    rows = store.query("title_concepts", {"ids": [concept_id(n) for n in sorted(candidates | own)]})[-1]
+    rows = store.query("title_concepts", {"ids": [RecordID("concept_title", n) for n in sorted(candidates | own)]})[-1]
     stored_titles = {str(rid.id) for rid in rows}
     titles = stored_titles | own
     for item in group:
