@@ -126,7 +126,7 @@ def main() -> int:
             t = time.perf_counter()
             summary = ingestor.ingest(bench.inputs)
             ingest_s = time.perf_counter() - t
-            done = f"{summary.added} added, {summary.skipped} unchanged, {summary.failed} failed"
+            done = f"{summary.added} added, {summary.updated} updated, {summary.skipped} unchanged, {summary.failed} failed"
             print(f"{name}: {done} in {ingest_s:.0f}s", file=sys.stderr)
             for failure in summary.failures:
                 print(f"  skipped {failure}", file=sys.stderr)
