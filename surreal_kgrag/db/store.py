@@ -258,12 +258,15 @@ class SurrealStore:
 
 # A write transaction that lost an optimistic-concurrency race with another writer ("This
 # transaction can be retried") is run again: it rolled back as a whole, so running it again is safe.
+# So is a query whose file declares every statement idempotent (its line "-- idempotent: ...").
 _RETRIES = 8
 _TRANSACTION = re.compile(r"^\s*BEGIN(\s+TRANSACTION)?\s*;", re.IGNORECASE | re.MULTILINE)
+_IDEMPOTENT = re.compile(r"^-- idempotent:", re.MULTILINE)
 
 
 def _retryable(error: QueryExecutionError, template: str, attempt: int) -> bool:
-    return attempt + 1 < _RETRIES and "can be retried" in str(error) and bool(_TRANSACTION.search(template))
+    safe = bool(_TRANSACTION.search(template) or _IDEMPOTENT.search(template))
+    return attempt + 1 < _RETRIES and "can be retried" in str(error) and safe
 
 
 def _backoff(attempt: int) -> float:
