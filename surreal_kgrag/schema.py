@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 import warnings
 from typing import Any
 
 from .db import SurrealStore, checked_int
 from .db.catalog import SEARCH_INDEXES, IndexSettings, IndexState
-from .errors import QueryExecutionError, SchemaMismatchError, is_conflict
+from .errors import SchemaMismatchError
 from .surql import Identifier
 
 __all__ = [
@@ -22,9 +20,6 @@ __all__ = [
     "ensure_schema",
     "read_meta",
 ]
-
-#: Times a schema setup is tried when another writer's setup conflicts with it.
-SCHEMA_ATTEMPTS = 5
 
 # 2: full-text search moved from `chunk.search_text` to the `chunk_text` table.
 # 3: the `term` table counts the chunks each analysed term occurs in (migrated from 2 on open).
@@ -104,17 +99,9 @@ def _meta_record(dimension: int, embedder: str) -> dict[str, Any]:
 def ensure_schema(store: SurrealStore, *, dimension: int, embedder: str, settings: IndexSettings | None = None) -> None:
     """Create the tables and indexes if missing (idempotent), bring an older store up to date and
     check the store's embedding dimension. Writers that open a new store at the same moment conflict
-    on its definitions: every step is idempotent, so the loser simply applies them again."""
-    for attempt in range(1, SCHEMA_ATTEMPTS + 1):
-        try:
-            return _ensure(store, dimension, embedder, settings or IndexSettings())
-        except QueryExecutionError as error:
-            if attempt == SCHEMA_ATTEMPTS or not is_conflict(error):
-                raise
-            time.sleep(0.05 * attempt)
-
-
-def _ensure(store: SurrealStore, dimension: int, embedder: str, settings: IndexSettings) -> None:
+    on its definitions: each step is idempotent (its file says so), so the store runs the loser's
+    step again."""
+    settings = settings or IndexSettings()
     meta = store.query("store_meta")[-1]
     known = _check_meta(store, meta, dimension, embedder)
     store.query("schema")
@@ -132,16 +119,7 @@ def _ensure(store: SurrealStore, dimension: int, embedder: str, settings: IndexS
 async def aensure_schema(
     store: SurrealStore, *, dimension: int, embedder: str, settings: IndexSettings | None = None
 ) -> None:
-    for attempt in range(1, SCHEMA_ATTEMPTS + 1):
-        try:
-            return await _aensure(store, dimension, embedder, settings or IndexSettings())
-        except QueryExecutionError as error:
-            if attempt == SCHEMA_ATTEMPTS or not is_conflict(error):
-                raise
-            await asyncio.sleep(0.05 * attempt)
-
-
-async def _aensure(store: SurrealStore, dimension: int, embedder: str, settings: IndexSettings) -> None:
+    settings = settings or IndexSettings()
     meta = (await store.aquery("store_meta"))[-1]
     known = _check_meta(store, meta, dimension, embedder)
     await store.aquery("schema")

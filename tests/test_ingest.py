@@ -365,7 +365,6 @@ def test_document_frequencies_match_the_edges_after_grouped_writes_and_updates(s
         assert row["df"] == len(row["documents"]) > 0, row
 
 
-
 def test_frequencies_and_titles_follow_renames_moves_and_deletes_from_several_writers(store, minilm, spacy_extractor):
     """df and `titled` change by deltas (fragments/document_frequencies.surql): each step must leave
     them equal to a count from the edges, with writers on several threads sharing concepts."""
