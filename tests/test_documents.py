@@ -110,13 +110,35 @@ def test_a_named_document_comes_with_the_passage_that_answers_not_its_first_chun
     assert any(p.channel == "document" for p in top.provenance)
 
 
+def test_a_named_documents_passages_are_its_nearest_chunks_from_the_pool_or_from_a_scan(store, minilm):
+    """The passage query takes a document's best chunks from the store-wide pool of nearest chunks
+    when the document has enough there, and otherwise scans the document's own chunks: a pool of 1
+    scans every document, a pool larger than the store serves every one, and both (and a pool in
+    between) give the same passages."""
+    vector = minilm.embed_query("What were Zenith Robotics' net sales of warehouse robots in Q2 2023?")
+    docs = [row["id"] for row in store.query("document_keys")[-1]]
+    assert len(docs) == 12
+
+    def passages(pool: int) -> dict[str, list[str]]:
+        params = {"docs": docs, "embedding": vector, "per_doc": 3}
+        rows = store.query("document_passages", params, candidates=pool, ef=max(80, pool), filter=_no_filter())[-1]
+        assert len(rows) == len(docs)
+        return {str(doc.id): [str(row["chunk"].id) for row in found] for doc, found in zip(docs, rows)}
+
+    scanned = passages(1)
+    assert all(len(found) == 3 for found in scanned.values())
+    assert passages(2000) == scanned
+    assert passages(40) == scanned
+
+
+@pytest.mark.parametrize("pool", [1, 100])
 @pytest.mark.parametrize("mode", FUSED_MODES)
-def test_the_document_channel_stays_inside_the_callers_scope(store, mode):
-    retriever = make_retriever(mode, store, access=["finance"])
+def test_the_document_channel_stays_inside_the_callers_scope(store, mode, pool):
+    retriever = make_retriever(mode, store, access=["finance"], document_passage_pool=pool)
     result = retriever.search("What were Quartzline's optical fibre net sales in Q2 2023?", k=12)
     assert result.documents
     assert not any("QRTZ" in name for name in files(result))
-    narrowed = make_retriever(mode, store).search(
+    narrowed = make_retriever(mode, store, document_passage_pool=pool).search(
         "Zenith Robotics Q2 2023", k=12, filters={"title": {"$in": [f"{q} BLKW" for q in QUARTERS]}}
     )
     assert narrowed.documents and all("BLKW" in name for name in files(narrowed))

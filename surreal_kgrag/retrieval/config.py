@@ -65,6 +65,11 @@ class HybridConfig(RetrieverConfig):
         description="document channel: a name more documents carry is a hub, not matched (bounds each name's read)",
     )
     document_pool: int = Field(8, ge=1, le=1000, description="document channel: most named documents whose passages are read")
+    document_passage_pool: int = Field(
+        100, ge=1, le=5000,
+        description="document channel: a named document's passages come from this many chunks nearest to the question "
+        "when it has enough among them; otherwise all its chunks are scanned (exact, in proportion to its length)",
+    )
     document_min_chunks: int = Field(
         3, ge=1, description="document channel: documents shorter than this many chunks are left to the other channels"
     )

@@ -14,9 +14,12 @@ title is a concept the graph walks from), so the channel would only count that e
 short titled passages it cost the graph mode 2.6 points of recall@5 on MuSiQue, whose questions name
 distractor passages by title on purpose.
 
-The channel's hits are each named document's best passages by exact cosine over its own chunks
+The channel's hits are each named document's best passages for the question
 (``document_passages.surql``), so a long document enters the ranking with the chunks that answer,
-not its first ones; the modes fuse the channel with their others (weight ``weights["document"]``).
+not its first ones. They are taken from the ``document_passage_pool`` chunks nearest to the question
+in the store when the document has enough of them there, and otherwise by exact cosine over the
+document's own chunks, which costs in proportion to its length. The modes fuse the channel with
+their others (weight ``weights["document"]``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from functools import partial
 from typing import Any
 
 from .. import identity, phrases
+from ..db import checked_int
 from ..db.sdk import RecordID
 from .fusion import Hit
 from .plan import Compute, Plan, Query
@@ -83,14 +87,16 @@ def scores(
     return [(doc, score[doc], dates[doc]) for doc in ranked]
 
 
-def passages(request: Any, docs: list[str], per_doc: int) -> Query:
+def passages(request: Any, docs: list[str], config: Any) -> Query:
     params = {
         "docs": [RecordID("document", doc) for doc in docs],
         "embedding": request.vector,
-        "per_doc": per_doc,
+        "per_doc": config.chunks_per_document,
         **request.filter.params,
     }
-    return Query("document_passages", params, {"filter": request.filter})
+    pool = checked_int("candidates", config.document_passage_pool)
+    placeholders = {"candidates": pool, "ef": checked_int("ef", max(config.ef, pool)), "filter": request.filter}
+    return Query("document_passages", params, placeholders)
 
 
 def hits(named: list[tuple[str, float, str]], passage_rows: list[list[dict[str, Any]]]) -> list[Hit]:
@@ -114,7 +120,7 @@ def channel(
     named = yield Compute(partial(named_documents, request.query, rows, spans, periods, total, config), RANK)
     if not named:
         return []
-    found = (yield passages(request, [doc for doc, _, _ in named], config.chunks_per_document))[-1]
+    found = (yield passages(request, [doc for doc, _, _ in named], config))[-1]
     return (yield Compute(partial(hits, named, found), RANK))
 
 

@@ -84,7 +84,7 @@ class GraphRetriever(HybridRetriever):
             find = partial(documents.named_documents, request.query, results[-1][-1], spans, periods, total, config)
             named_docs = yield Compute(find, RANK)
         # The named documents' passages are read beside the first subgraph: no round trip of their own.
-        passages = documents.passages(request, [doc for doc, _, _ in named_docs], config.chunks_per_document) if named_docs else None
+        passages = documents.passages(request, [doc for doc, _, _ in named_docs], config) if named_docs else None
         passage_rows: list[list[dict[str, Any]]] = []
         exact = False
         while candidates is not None:
