@@ -165,8 +165,8 @@ def test_a_schema_7_store_gains_its_title_rows(minilm, spacy_extractor):
         store.query("store_meta_write", {"meta": {**meta, "schema_version": 7}})
         store.query_text("test: as schema 7", "DELETE concept_title;")
         asked = [RecordID("concept_title", name) for name in ("zanzibar archive", "ledgers", "nowhere")]
-        assert store.query("title_concepts", {"ids": asked})[-1] == []
+        assert store.query("title_concepts", {"ids": asked, "scoped": False}, scope=NO_FILTER)[-1] == []
         ensure_schema(store, dimension=minilm.dimension, embedder=minilm.name)
         assert store.query("store_meta")[-1]["schema_version"] == SCHEMA_VERSION
         assert store.query("check_integrity")[-1]["titles_out_of_step"] == 0
-        assert store.query("title_concepts", {"ids": asked})[-1] == [RecordID("concept_title", "zanzibar archive")]
+        assert store.query("title_concepts", {"ids": asked, "scoped": False}, scope=NO_FILTER)[-1] == [RecordID("concept_title", "zanzibar archive")]

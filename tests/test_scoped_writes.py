@@ -212,3 +212,21 @@ def test_scoped_writers_stay_inside_their_scope_on_documents_written_in_slices(s
     assert {k: v for k, v in report.items() if v} == {"chunks_without_edges": 1}, report
     searched = make_retriever("chunk", store, embedder=minilm).search("crates of amber from Gdansk", k=5)
     assert searched.documents and all(d.id != "blue-long" for d in searched.documents)
+
+
+@pytest.mark.parametrize(("scope", "linked"), [(None, True), (Scope(access=["staff"]), True), (Scope(access=["public"]), False)])
+def test_a_scoped_writers_chunks_are_bridged_only_to_titles_it_can_read(minilm, spacy_extractor, scope, linked):
+    """A chunk that names a stored document's title gets an edge to it (a forward bridge), unless the
+    writer could not read that document: the edge would tell it the document exists."""
+    memo = "Minutes of the review. The Heron Ledger figures were checked against the bank statements by the auditors."
+    with SurrealStore("mem://") as s:
+        Ingestor(s, embedder=minilm, extractor=spacy_extractor).ingest([SourceDocument(
+            key="ledger", title="Heron Ledger", text="The Heron Ledger lists every payment of the project.", source="ledger.txt",
+            access=["staff"],
+        )])
+        writer = Ingestor(s, embedder=minilm, extractor=spacy_extractor, scope=scope)
+        access = scope.access if scope else ["public"]
+        assert writer.ingest([SourceDocument(key="memo", title="Review memo", text=memo, source="memo.txt", access=access)]).added == 1
+        named = {str(edge["out"].id) for edge in s.query("mention_edges")[-1] if edge["doc"].id == "memo"}
+        assert "heron ledger figure" in named  # what spaCy finds is linked either way
+        assert ("heron ledger" in named) is linked

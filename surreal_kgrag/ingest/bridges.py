@@ -5,7 +5,7 @@ Campion document). spaCy links many of them already (an entity whose name is B's
 title concept: concept ids are names); phrase matching finds the rest, in both ingest orders:
 
 - *forward*: the capitalised n-grams of the group's chunks that are stored (or in-group) titles or
-  aliases become edges from those chunks;
+  aliases become edges from those chunks (for a scoped writer, titles of documents inside its scope);
 - *reverse*: a title or alias that was no document's name before this group is searched in the
   stored chunk texts (full-text, every word), and the chunks that contain it as a capitalised
   phrase get an edge to it.
@@ -44,7 +44,8 @@ def link(store: SurrealStore, group: list[PreparedDocument], scope: CompiledFilt
     candidates = {span.name for item in group for chunk in spans[id(item)] for span in chunk}
     if not candidates and not own:
         return []
-    rows = store.query("title_concepts", {"ids": [RecordID("concept_title", n) for n in sorted(candidates | own)]})[-1]
+    params = {"ids": [RecordID("concept_title", n) for n in sorted(candidates | own)], "scoped": bool(scope.condition), **scope.params}
+    rows = store.query("title_concepts", params, scope=scope)[-1]
     stored_titles = {str(rid.id) for rid in rows}
     titles = stored_titles | own
     for item in group:
