@@ -52,6 +52,9 @@ class IndexReport(BaseModel):
     seconds: float = 0.0
     indexes: dict[str, IndexState] = Field(default_factory=dict)
     deferred: list[str] = Field(default_factory=list, description="old indexes still in use, removed by the next maintenance")
+    failed: list[str] = Field(
+        default_factory=list, description="indexes whose new generation did not build (the live one is kept; run optimize again)"
+    )
     note: str | None = None
 
 

@@ -10,8 +10,11 @@ misses some of those rows. So an embedded store rebuilds an index as a *new gene
 live one:
 
 1. writes in this process wait (queries do not);
-2. ``DEFINE INDEX <base>_<n+1>`` builds the new generation while queries keep using the live one:
-   every query names its index (``WITH INDEX {{chunk_index}}``, filled in by the store);
+2. ``DEFINE INDEX <base>_<n+1> ... CONCURRENTLY`` builds the new generation in the engine's own
+   batches while queries keep using the live one (every query names its index, ``WITH INDEX
+   {{chunk_index}}``, filled in by the store); the rebuild polls ``INFO FOR INDEX`` until the build
+   is ready. A build that fails or is not ready within ``BUILD_TIMEOUT`` is dropped and the live
+   generation kept (``IndexReport.failed``), so an ingest never waits on it for ever;
 3. queries switch to the new name, and once no query still runs on the old one it is removed.
 
 A rebuild costs time in proportion to the whole index, so it runs when the pending queue is large
@@ -31,14 +34,18 @@ from .. import surql
 from ..surql import Identifier
 from .catalog import SEARCH_INDEXES, IndexCatalog, IndexReport, IndexSettings, SearchIndex
 from .connection import Connection
+from .retry import arun_retrying
 
 _POLL = 0.02  # seconds between checks while a rebuild waits for queries or writes to finish
 DRAIN_TIMEOUT = 300.0  # a query still on the old index after this long: leave its removal for later
+BUILD_TIMEOUT = 3600.0  # a new generation not built after this long is dropped; the live one stays
+_BUILD_POLL = 0.5  # longest pause between checks of a build's progress
+_BUILDING = {"started", "cleaning", "indexing"}  # what INFO FOR INDEX reports before "ready"
 
 
 async def _run(connection: Connection, name: str, params: Mapping[str, Any] | None = None, **placeholders: Any) -> list[Any]:
-    text = surql.render(surql.load(name, 3), **placeholders)
-    return await connection.arun((name, text, dict(params or {})))
+    template = surql.load(name, 3)
+    return await arun_retrying(connection, (name, surql.render(template, **placeholders), dict(params or {})), template)
 
 
 async def load_catalog(connection: Connection) -> None:
@@ -83,9 +90,12 @@ async def rebuild(connection: Connection, keys: list[str]) -> IndexReport:
             new = index.name(old.generation + 1)
             ddl = _ddl(index, new, dimension, catalog.hnsw())
             await _run(connection, "index_remove", index=ddl["index"], table=ddl["table"])  # left by an interrupted rebuild
-            await _run(connection, index.ddl, **ddl)
-            info = (await _run(connection, "index_info", index=ddl["index"], table=ddl["table"]))[-1] or {}
-            indexed = int((info.get("building") or {}).get("initial") or 0)
+            await _run(connection, f"{index.ddl}_build", **ddl)
+            indexed = await _built(connection, ddl["index"], ddl["table"])
+            if indexed is None:
+                await _run(connection, "index_remove", index=ddl["index"], table=ddl["table"])
+                report.failed.append(key)
+                continue
             version = catalog.switch(key, old.generation + 1, indexed, 0)
             await save_catalog(connection)
             report.rebuilt.append(key)
@@ -99,6 +109,24 @@ async def rebuild(connection: Connection, keys: list[str]) -> IndexReport:
     report.seconds = round(time.perf_counter() - started, 3)
     report.indexes = catalog.states()
     return report
+
+
+async def _built(connection: Connection, index: Identifier, table: Identifier) -> int | None:
+    """Wait for a concurrent index build: the rows it indexed, or None when the engine reports an
+    error or the build is not ready within ``BUILD_TIMEOUT`` seconds."""
+    deadline = time.monotonic() + BUILD_TIMEOUT
+    pause = _POLL
+    while time.monotonic() < deadline:
+        info = (await _run(connection, "index_info", index=index, table=table))[-1] or {}
+        building = info.get("building") or {}
+        status = building.get("status")
+        if status == "ready":
+            return int(building.get("initial") or 0)
+        if status not in _BUILDING:
+            return None
+        await asyncio.sleep(pause)
+        pause = min(2 * pause, _BUILD_POLL)
+    return None
 
 
 async def _drain(catalog: IndexCatalog, version: int) -> bool:

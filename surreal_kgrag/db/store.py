@@ -9,7 +9,6 @@ handle, and every call is safe from many threads and event loops at once.
 from __future__ import annotations
 
 import asyncio
-import random
 import re
 import threading
 import time
@@ -24,6 +23,7 @@ from .catalog import PLACEHOLDERS, IndexReport, IndexSettings, IndexState, Lease
 from .config import StoreConfig, check_embedded_path
 from .connection import Connection, EmbeddedConnection, RemoteConnection
 from .loops import gather_or_cancel, run_sync
+from .retry import RETRIES, arun_retrying, backoff, retryable
 
 # One query of a batch: the surql file name, its bound params, its {{placeholder}} values.
 QueryStep = tuple[str, Mapping[str, Any] | None, Mapping[str, Any]]
@@ -173,13 +173,13 @@ class SurrealStore:
             jobs = [(name, _render(t, lease, ph), dict(params or {})) for (name, params, ph), t in zip(steps, templates)]
             if len(jobs) > 1:
                 return connection.run_many(jobs)
-            for attempt in range(_RETRIES):
+            for attempt in range(RETRIES):
                 try:
                     return [connection.run(jobs[0])]
                 except QueryExecutionError as error:
-                    if not _retryable(error, templates[0], attempt):
+                    if not retryable(error, templates[0], attempt):
                         raise
-                time.sleep(_backoff(attempt))
+                time.sleep(backoff(attempt))
             raise AssertionError("unreachable")
         finally:
             connection.catalog.leave(lease)
@@ -195,7 +195,7 @@ class SurrealStore:
             await asyncio.sleep(0.02)
         try:
             jobs = [(name, _render(t, lease, ph), dict(params or {})) for (name, params, ph), t in zip(steps, templates)]
-            return await gather_or_cancel([_arun_retrying(connection, job, t) for job, t in zip(jobs, templates)])
+            return await gather_or_cancel([arun_retrying(connection, job, t) for job, t in zip(jobs, templates)])
         finally:
             connection.catalog.leave(lease)
 
@@ -259,31 +259,6 @@ class SurrealStore:
 # A write transaction that lost an optimistic-concurrency race with another writer ("This
 # transaction can be retried") is run again: it rolled back as a whole, so running it again is safe.
 # So is a query whose file declares every statement idempotent (its line "-- idempotent: ...").
-_RETRIES = 8
-_TRANSACTION = re.compile(r"^\s*BEGIN(\s+TRANSACTION)?\s*;", re.IGNORECASE | re.MULTILINE)
-_IDEMPOTENT = re.compile(r"^-- idempotent:", re.MULTILINE)
-
-
-def _retryable(error: QueryExecutionError, template: str, attempt: int) -> bool:
-    safe = bool(_TRANSACTION.search(template) or _IDEMPOTENT.search(template))
-    return attempt + 1 < _RETRIES and "can be retried" in str(error) and safe
-
-
-def _backoff(attempt: int) -> float:
-    return random.uniform(0.005, 0.02) * 2**attempt
-
-
-async def _arun_retrying(connection: Connection, job: tuple[str, str, dict[str, Any]], template: str) -> list[Any]:
-    for attempt in range(_RETRIES):
-        try:
-            return await connection.arun(job)
-        except QueryExecutionError as error:
-            if not _retryable(error, template, attempt):
-                raise
-        await asyncio.sleep(_backoff(attempt))
-    raise AssertionError("unreachable")
-
-
 _SERVER_NOTE = "a SurrealDB server folds index updates into its indexes in the background; nothing to do here"
 
 
