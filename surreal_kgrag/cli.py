@@ -131,8 +131,10 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     lines += [f"index {key:<8} {state.name}: {state.indexed} rows, {state.pending} pending" for key, state in report.indexes.items()]
     if report.deferred:
         lines.append(f"still in use, removed by the next optimize: {', '.join(report.deferred)}")
+    if report.failed:
+        lines.append(f"not rebuilt (the engine did not finish the build; the live index is kept): {', '.join(report.failed)}")
     emit(args, report, "\n".join(lines))
-    return EXIT_OK
+    return EXIT_PARTIAL if report.failed else EXIT_OK
 
 
 def _filters(args: argparse.Namespace) -> dict[str, Any] | None:

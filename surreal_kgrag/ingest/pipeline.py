@@ -14,6 +14,7 @@ drops the rest and raises :class:`IngestInterrupted` with the counts of what was
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -31,6 +32,8 @@ from .delete import adelete_documents, delete_documents
 from .driver import STAGES, IngestInterrupted, Run, RunParts, run_async
 
 __all__ = ["STAGES", "IngestInterrupted", "Ingestor"]  # STAGES and IngestInterrupted live in .driver
+
+logger = logging.getLogger(__name__)
 
 
 class Ingestor:
@@ -106,7 +109,13 @@ class Ingestor:
         """The vectors a run wrote wait in the search indexes' pending queues; the store rebuilds an
         index (as a new generation beside the live one, queries going on) only when its queue is
         large next to it, so a run's cost grows with what it adds, not with the store."""
-        self.store.after_bulk_write(chunks=chunks, concepts=concepts, settings=self.config.index)
+        report = self.store.after_bulk_write(chunks=chunks, concepts=concepts, settings=self.config.index)
+        if report.failed:
+            logger.warning(
+                "search indexes not rebuilt after the ingest (the engine did not finish the build): %s; the live "
+                "generations are kept and queries scan the pending rows until `surreal-kgrag optimize` succeeds",
+                ", ".join(report.failed),
+            )
 
     # -- helpers ---------------------------------------------------------------------------------
 
