@@ -105,22 +105,24 @@ def test_optimize_rebuilds_what_is_pending_and_removes_leftover_generations(tmp_
         assert report.indexes["concept"].name == "concept_embedding_1" and report.indexes["chunk"].generation == 2
 
 
-def test_a_build_that_does_not_finish_in_time_is_dropped_and_the_live_generation_kept(tmp_path, monkeypatch):
-    """A new generation is built concurrently and polled; one not ready within BUILD_TIMEOUT is
-    removed while it builds, the live one stays and keeps answering, and a later optimize rebuilds."""
+@pytest.mark.parametrize("limit", ["BUILD_TIMEOUT", "BUILD_STALL"])
+def test_a_build_that_does_not_finish_in_time_is_dropped_and_the_live_generation_kept(tmp_path, monkeypatch, limit):
+    """A new generation is built concurrently and polled; one not ready in time (or without progress
+    for too long) is removed while it builds, the live one stays and keeps answering, and a later
+    optimize rebuilds."""
     from surreal_kgrag.db import maintenance
 
     with SurrealStore(f"surrealkv://{tmp_path / 'kg'}") as store:
         ensure_schema(store, dimension=DIM, embedder="e")
         vectors = _vectors(400, 5)
         _write(store, vectors)
-        monkeypatch.setattr(maintenance, "BUILD_TIMEOUT", 0.0)
+        monkeypatch.setattr(maintenance, limit, 0.0)
         report = store.optimize(force=True)
         assert report.rebuilt == [] and sorted(report.failed) == ["chunk", "concept", "text"]
         assert store.index_states()["chunk"].generation == 0 and store.index_states()["chunk"].pending == 0
         assert _index_names(store)["chunk"] == ["chunk_doc", "chunk_embedding"]
         assert _nearest(store, vectors[7])[0] == "d7"
-        monkeypatch.setattr(maintenance, "BUILD_TIMEOUT", 600.0)
+        monkeypatch.undo()
         _write(store, vectors[:2], start=400)
         store.after_bulk_write(chunks=2)
         report = store.optimize()

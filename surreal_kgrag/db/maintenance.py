@@ -13,8 +13,9 @@ live one:
 2. ``DEFINE INDEX <base>_<n+1> ... CONCURRENTLY`` builds the new generation in the engine's own
    batches while queries keep using the live one (every query names its index, ``WITH INDEX
    {{chunk_index}}``, filled in by the store); the rebuild polls ``INFO FOR INDEX`` until the build
-   is ready. A build that fails or is not ready within ``BUILD_TIMEOUT`` is dropped and the live
-   generation kept (``IndexReport.failed``), so an ingest never waits on it for ever;
+   is ready. A build that fails, stops making progress (``BUILD_STALL``) or is not ready within
+   ``BUILD_TIMEOUT`` is dropped and the live generation kept (``IndexReport.failed``), so an
+   ingest never waits on it for ever;
 3. queries switch to the new name, and once no query still runs on the old one it is removed.
 
 A rebuild costs time in proportion to the whole index, so it runs when the pending queue is large
@@ -38,7 +39,8 @@ from .retry import arun_retrying
 
 _POLL = 0.02  # seconds between checks while a rebuild waits for queries or writes to finish
 DRAIN_TIMEOUT = 300.0  # a query still on the old index after this long: leave its removal for later
-BUILD_TIMEOUT = 3600.0  # a new generation not built after this long is dropped; the live one stays
+BUILD_TIMEOUT = 6 * 3600.0  # a new generation not built after this long is dropped; the live one stays
+BUILD_STALL = 600.0  # ... and so is one whose build shows no progress for this long
 _BUILD_POLL = 0.5  # longest pause between checks of a build's progress
 _BUILDING = {"started", "cleaning", "indexing"}  # what INFO FOR INDEX reports before "ready"
 
@@ -113,10 +115,13 @@ async def rebuild(connection: Connection, keys: list[str]) -> IndexReport:
 
 async def _built(connection: Connection, index: Identifier, table: Identifier) -> int | None:
     """Wait for a concurrent index build: the rows it indexed, or None when the engine reports an
-    error or the build is not ready within ``BUILD_TIMEOUT`` seconds."""
-    deadline = time.monotonic() + BUILD_TIMEOUT
+    error, the build shows no progress for ``BUILD_STALL`` seconds or is not ready within
+    ``BUILD_TIMEOUT``."""
+    now = time.monotonic()
+    deadline, stalled_at = now + BUILD_TIMEOUT, now + BUILD_STALL
+    seen: tuple[Any, ...] = ()
     pause = _POLL
-    while time.monotonic() < deadline:
+    while (now := time.monotonic()) < min(deadline, stalled_at):
         info = (await _run(connection, "index_info", index=index, table=table))[-1] or {}
         building = info.get("building") or {}
         status = building.get("status")
@@ -124,6 +129,9 @@ async def _built(connection: Connection, index: Identifier, table: Identifier) -
             return int(building.get("initial") or 0)
         if status not in _BUILDING:
             return None
+        progress = (status, building.get("initial"), building.get("pending"), building.get("updated"))
+        if progress != seen:
+            seen, stalled_at = progress, now + BUILD_STALL
         await asyncio.sleep(pause)
         pause = min(2 * pause, _BUILD_POLL)
     return None
