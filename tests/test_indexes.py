@@ -131,6 +131,21 @@ def test_a_build_that_does_not_finish_in_time_is_dropped_and_the_live_generation
         assert _nearest(store, vectors[7])[0] == "d7"
 
 
+def test_a_rebuild_called_first_on_a_reopened_store_reads_the_recorded_generations(tmp_path):
+    from surreal_kgrag.db.loops import run_sync
+    from surreal_kgrag.indexes import rebuild
+
+    url = f"surrealkv://{tmp_path / 'kg'}"
+    with SurrealStore(url) as store:
+        ensure_schema(store, dimension=DIM, embedder="e")
+        _write(store, _vectors(30, 4))
+        assert store.optimize(force=True).indexes["chunk"].generation == 1
+    with SurrealStore(url) as store:
+        report = run_sync(rebuild(store._conn(), ["chunk"]))
+        assert report.rebuilt == ["chunk"] and report.indexes["chunk"].name == "chunk_embedding_2"
+        assert _nearest(store, _vectors(30, 4)[3])[0] == "d3"
+
+
 def test_a_rebuild_waits_for_queries_on_the_old_generation_and_writes_wait_for_it(tmp_path):
     with SurrealStore(f"surrealkv://{tmp_path / 'kg'}") as store:
         ensure_schema(store, dimension=DIM, embedder="e")

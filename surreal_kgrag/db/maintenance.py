@@ -76,6 +76,7 @@ async def rebuild(connection: Connection, keys: list[str]) -> IndexReport:
     started = time.perf_counter()
     catalog = connection.catalog
     report = IndexReport()
+    await load_catalog(connection)  # before the gate closes: a catalog loads only while no rebuild runs
     while not catalog.begin_rebuild():
         await asyncio.sleep(_POLL)
     try:
