@@ -347,3 +347,19 @@ def test_resolve_extractor(spacy_nlp, spacy_extractor):
         resolve_extractor("en_core_web_doesnotexist")
     with pytest.raises(ConfigurationError):
         resolve_extractor(42)  # type: ignore[arg-type]
+
+
+def test_spacy_runs_with_one_blas_thread_and_the_limit_is_lifted_after():
+    from threadpoolctl import threadpool_info
+
+    from surreal_kgrag.extract.spacy_pipeline import one_blas_thread
+
+    def blas_threads() -> list[int]:
+        return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+    before = blas_threads()
+    assert before, "numpy's BLAS should be visible to threadpoolctl"
+    for _ in range(2):  # the controller is built once and reused
+        with one_blas_thread():
+            assert blas_threads() == [1] * len(before)
+        assert blas_threads() == before

@@ -115,10 +115,25 @@ def one_blas_thread() -> AbstractContextManager[Any]:
 
     spaCy's matrices are small: a second BLAS thread gave no speed-up here but burned ~60% more CPU
     spinning, CPU the embedding model or the database could use. threadpoolctl comes with
-    sentence-transformers (via scikit-learn); torch's own thread pools are not affected.
+    sentence-transformers (via scikit-learn); torch's own thread pools are not affected. The
+    libraries are looked up once: ``threadpool_limits`` looks them up on every call, 1.2 ms, which
+    was a sixth of analysing a question.
     """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+    controller = _blas_controller()
+    return nullcontext() if controller is None else controller.limit(limits=1, user_api="blas")
+
+
+_controller_lock = threading.Lock()
+_controller: list[Any] = []
+
+
+def _blas_controller() -> Any:
+    with _controller_lock:
+        if not _controller:
+            try:
+                from threadpoolctl import ThreadpoolController
+            except ImportError:
+                _controller.append(None)
+            else:
+                _controller.append(ThreadpoolController())
+        return _controller[0]
