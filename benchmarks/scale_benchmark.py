@@ -628,8 +628,10 @@ def build(store: SurrealStore, gen: Generator, start: int, stop: int, embedder: 
     concept_vectors = embed_queued_concepts(store, embedder)
     figures.concept_vectors_s = time.perf_counter() - t
     t = time.perf_counter()
-    store.after_bulk_write(chunks=summary.chunks, concepts=concept_vectors, settings=config.index)
+    report = store.after_bulk_write(chunks=summary.chunks, concepts=concept_vectors, settings=config.index)
     figures.index_s = time.perf_counter() - t
+    if report.failed:
+        print(f"index rebuild after the writes did not finish for {', '.join(report.failed)} (live generations kept)", file=sys.stderr)
     after = table_rows(store)
     figures.written_chunks = summary.chunks
     figures.written_edges = after["MENTIONS_CONCEPT"] - before["MENTIONS_CONCEPT"]
