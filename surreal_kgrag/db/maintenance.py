@@ -85,33 +85,52 @@ async def rebuild(connection: Connection, keys: list[str]) -> IndexReport:
         await load_catalog(connection)
         meta = (await _run(connection, "store_meta"))[-1] or {}
         dimension = int(meta.get("dimension") or 0)
-        for key in keys:
+        for position, key in enumerate(keys):
             index = SEARCH_INDEXES[key]
             if index.ddl == "index_vector" and not dimension:
                 continue  # a store that was never initialised has nothing to index
-            old = catalog.states()[key]
-            new = index.name(old.generation + 1)
-            ddl = _ddl(index, new, dimension, catalog.hnsw())
-            await _run(connection, "index_remove", index=ddl["index"], table=ddl["table"])  # left by an interrupted rebuild
-            await _run(connection, f"{index.ddl}_build", **ddl)
-            indexed = await _built(connection, ddl["index"], ddl["table"])
-            if indexed is None:
-                await _run(connection, "index_remove", index=ddl["index"], table=ddl["table"])
-                report.failed.append(key)
-                continue
-            version = catalog.switch(key, old.generation + 1, indexed, 0)
-            await save_catalog(connection)
-            report.rebuilt.append(key)
-            if await _drain(catalog, version):
-                await _run(connection, "index_remove", index=Identifier(old.name), table=ddl["table"])
-            else:
-                report.deferred.append(old.name)
-        await _remove_stale(connection, keys, report.deferred)
+            try:
+                await _rebuild_one(connection, key, dimension, report)
+            except asyncio.TimeoutError:
+                # The engine stopped answering a maintenance call: keep the live generations, try no more.
+                report.failed.extend(k for k in keys[position:] if k not in report.failed)
+                report.note = f"the engine did not answer a call of the {key} index rebuild within {BUILD_STALL:.0f} s"
+                break
+        else:
+            await _remove_stale(connection, keys, report.deferred)
     finally:
         catalog.end_rebuild()
     report.seconds = round(time.perf_counter() - started, 3)
     report.indexes = catalog.states()
     return report
+
+
+async def _rebuild_one(connection: Connection, key: str, dimension: int, report: IndexReport) -> None:
+    catalog = connection.catalog
+    index = SEARCH_INDEXES[key]
+    old = catalog.states()[key]
+    ddl = _ddl(index, index.name(old.generation + 1), dimension, catalog.hnsw())
+    place = {"index": ddl["index"], "table": ddl["table"]}
+    await _bounded(connection, "index_remove", **place)  # left by an interrupted rebuild
+    await _bounded(connection, f"{index.ddl}_build", **ddl)
+    indexed = await _built(connection, ddl["index"], ddl["table"])
+    if indexed is None:
+        await _bounded(connection, "index_remove", **place)
+        report.failed.append(key)
+        return
+    version = catalog.switch(key, old.generation + 1, indexed, 0)
+    await save_catalog(connection)
+    report.rebuilt.append(key)
+    if await _drain(catalog, version):
+        await _bounded(connection, "index_remove", index=Identifier(old.name), table=ddl["table"])
+    else:
+        report.deferred.append(old.name)
+
+
+async def _bounded(connection: Connection, name: str, **placeholders: Any) -> list[Any]:
+    """A maintenance call that may not take longer than ``BUILD_STALL``: on a store past 20k chunks,
+    the engine stopped answering one in the process that had just written 10k chunks."""
+    return await asyncio.wait_for(_run(connection, name, **placeholders), BUILD_STALL)
 
 
 async def _built(connection: Connection, index: Identifier, table: Identifier) -> int | None:
@@ -123,7 +142,7 @@ async def _built(connection: Connection, index: Identifier, table: Identifier) -
     seen: tuple[Any, ...] = ()
     pause = _POLL
     while (now := time.monotonic()) < min(deadline, stalled_at):
-        info = (await _run(connection, "index_info", index=index, table=table))[-1] or {}
+        info = (await _bounded(connection, "index_info", index=index, table=table))[-1] or {}
         building = info.get("building") or {}
         status = building.get("status")
         if status == "ready":
