@@ -82,7 +82,6 @@ async def rebuild(connection: Connection, keys: list[str]) -> IndexReport:
     try:
         while not catalog.writers_idle():
             await asyncio.sleep(_POLL)
-        await load_catalog(connection)
         meta = (await _run(connection, "store_meta"))[-1] or {}
         dimension = int(meta.get("dimension") or 0)
         for position, key in enumerate(keys):

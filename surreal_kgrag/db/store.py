@@ -256,9 +256,6 @@ class SurrealStore:
         return await maintenance.optimize(connection, force=force)
 
 
-# A write transaction that lost an optimistic-concurrency race with another writer ("This
-# transaction can be retried") is run again: it rolled back as a whole, so running it again is safe.
-# So is a query whose file declares every statement idempotent (its line "-- idempotent: ...").
 _SERVER_NOTE = "a SurrealDB server folds index updates into its indexes in the background; nothing to do here"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import threading
 from contextlib import AbstractContextManager, nullcontext
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -123,17 +124,10 @@ def one_blas_thread() -> AbstractContextManager[Any]:
     return nullcontext() if controller is None else controller.limit(limits=1, user_api="blas")
 
 
-_controller_lock = threading.Lock()
-_controller: list[Any] = []
-
-
+@cache
 def _blas_controller() -> Any:
-    with _controller_lock:
-        if not _controller:
-            try:
-                from threadpoolctl import ThreadpoolController
-            except ImportError:
-                _controller.append(None)
-            else:
-                _controller.append(ThreadpoolController())
-        return _controller[0]
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return None
+    return ThreadpoolController()
