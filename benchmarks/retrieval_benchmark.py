@@ -13,7 +13,8 @@ cosine and BM25 over the same stored chunks) in the same table; how many gold do
 does not hold; latency p50 / p95: the wall-clock time of each whole call, the question's embedding
 included, for the modes and the baselines alike, and the p50 of each part (embed, analyze, database:
 the SurrealDB round trips, answers decoded; rank: reading the channels, PPR, fusion; hydrate;
-rerank; other). ``graph-edges`` is the graph mode reading its subgraph from
+rerank; other), beside the p50 of embedding each question alone (the floor a vector store pays) and
+how far each mode's p50 lies above it. ``graph-edges`` is the graph mode reading its subgraph from
 the edges, as for a scoped caller, instead of the adjacency lists (the same ranking, its own time). A last line times
 reciprocal rank fusion of the hybrid channels in Python against SurrealDB's ``search::rrf``.
 Nothing here depends on a dataset's name.
@@ -68,6 +69,17 @@ def measure(retriever: BaseRetriever, queries: list[EvalQuery]) -> dict[str, Any
     return evaluate_retriever(retriever, queries, DEFAULT_KS).flat()
 
 
+def embedding_alone(embedder: Any, queries: list[EvalQuery]) -> float:
+    """Median milliseconds to embed one question, nothing else (after one untimed call)."""
+    embedder.embed_query("load the model first")
+    times = []
+    for query in queries:
+        t = time.perf_counter()
+        embedder.embed_query(query.question)
+        times.append((time.perf_counter() - t) * 1000)
+    return round(statistics.median(times), 2)
+
+
 def benchmark_sets(args: argparse.Namespace) -> list[tuple[str, EvalSet]]:
     sets = [(str(folder), find_eval_set(folder)) for folder in args.folders]
     if args.queries:
@@ -98,6 +110,9 @@ def print_tables(report: dict[str, Any]) -> None:
                 if kind in row.get("by_type", {}):
                     print(f"| {system} | " + " | ".join(str(row["by_type"][kind][k]) for k in ks) + " |")
         print(entry["coverage_text"])
+        floor = entry["embed_alone_p50_ms"]
+        above = ", ".join(f"{mode} +{row['p50_ms'] - floor:.1f}" for mode, row in entry["modes"].items())
+        print(f"embedding a question alone: p50 {floor:.1f} ms; each mode's wall p50 above it: {above}")
         print(LATENCY_NOTE)
         print(f"fusion: {entry['fusion']}")
 
@@ -131,6 +146,7 @@ def main() -> int:
             for failure in summary.failures:
                 print(f"  skipped {failure}", file=sys.stderr)
             coverage = gold_coverage(store, queries, summary.failures)
+            floor = embedding_alone(ingestor.embedder, queries)
             modes = {}
             for mode in args.modes.split(","):
                 retriever: BaseRetriever
@@ -146,7 +162,8 @@ def main() -> int:
             hybrid = make_retriever("hybrid", store, embedder=ingestor.embedder)
             fusion = fusion_timing(store, hybrid, [q.question for q in queries[:50]])  # type: ignore[arg-type]
         report[name] = {
-            "latency": LATENCY_NOTE, "queries": len(queries), "format": bench.format, "ingest_seconds": round(ingest_s, 1), "modes": modes,
+            "latency": LATENCY_NOTE, "queries": len(queries), "format": bench.format, "ingest_seconds": round(ingest_s, 1),
+            "embed_alone_p50_ms": floor, "modes": modes,
             "baselines": {**{b: r.flat() for b, r in baselines.items()}, **{b: {"note": n} for b, n in notes.items()}},
             "gold_not_found": len(coverage.not_found), "coverage": coverage.model_dump(), "coverage_text": coverage.describe(),
             "fusion": fusion,
