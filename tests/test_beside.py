@@ -82,11 +82,11 @@ async def test_a_call_the_plan_never_waits_for_is_cancelled(store):
     assert started[0].running.cancelled()
 
 
-class _WaitsForNames:
-    """MiniLM, embedding a question only once the store has been asked for the question's names
-    (``graph_names``), or after WAIT seconds: whether it ran beside that query or before it."""
+class _WaitsForQuery:
+    """MiniLM, embedding a question only once the store has been sent the query ``name`` (one that
+    needs no embedding), or after WAIT seconds: whether it ran beside that query or before it."""
 
-    def __init__(self, inner, store: SurrealStore) -> None:
+    def __init__(self, inner, store: SurrealStore, name: str) -> None:
         self.inner = inner
         self.name = inner.name
         self.dimension = inner.dimension
@@ -95,7 +95,7 @@ class _WaitsForNames:
         query_many = store.query_many
 
         def spy(steps):
-            if any(name == "graph_names" for name, _, _ in steps):
+            if any(step[0] == name for step in steps):
                 self.asked.set()
             return query_many(steps)
 
@@ -120,18 +120,18 @@ DOCS = [
 ]
 
 
-@pytest.mark.parametrize("mode", ["graph", "concept"])
-def test_graph_modes_embed_the_question_beside_their_first_queries(minilm, spacy_extractor, mode):
+@pytest.mark.parametrize(("mode", "first"), [("graph", "graph_names"), ("concept", "graph_names"), ("hybrid", "search_fulltext")])
+def test_the_question_is_embedded_beside_the_first_queries(minilm, spacy_extractor, mode, first):
     with SurrealStore("mem://") as s:
         Ingestor(s, embedder=minilm, extractor=spacy_extractor).ingest(
             [SourceDocument(key=key, title=title, text=text, source=f"{key}.txt") for key, title, text in DOCS]
         )
         question = "Which element named after Poland did Marie Curie discover?"
         plain = make_retriever(mode, s, embedder=minilm).search(question, k=3, embedding=minilm.embed_query(question).tolist())
-        embedder = _WaitsForNames(minilm, s)
+        embedder = _WaitsForQuery(minilm, s, first)
         retriever = make_retriever(mode, s, embedder=embedder)
         result = retriever.search(question, k=3)
-        assert embedder.beside == [True]  # the question was embedded while its names were looked up
+        assert embedder.beside == [True]  # the question was embedded while that query ran
         # The embedding that arrived late ranks exactly as one given up front.
         assert [(d.id, [c.id for c in d.chunks]) for d in result.documents] == [(d.id, [c.id for c in d.chunks]) for d in plain.documents]
         assert result.timings.embed_ms < WAIT * 1000  # only the wait for the embedding is its part

@@ -26,15 +26,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from functools import partial
 from typing import Any
 
 from .. import identity, phrases
 from ..db import checked_int
 from ..db.sdk import RecordID
 from .fusion import Hit
-from .plan import Compute, Plan, Query
-from .results import RANK
+from .plan import Query
 
 #: Weight factor of a name the question writes all in lower case ("which band"): a common word, far
 #: more often than a name (the graph mode's ``question_lowercase``).
@@ -111,17 +109,6 @@ def hits(named: list[tuple[str, float, str]], passage_rows: list[list[dict[str, 
         for row in sorted(by_doc.get(doc, []), key=lambda r: -float(r["score"])):
             out.append(Hit(doc=doc, chunk=str(row["chunk"].id), score=score, channel="document"))
     return out
-
-
-def channel(
-    request: Any, rows: list[dict[str, Any]], spans: list[phrases.Span], periods: list[str], total: int, config: Any
-) -> Plan[list[Hit]]:
-    """The channel's hits from the name lookup's ``rows`` (``document_names.surql``)."""
-    named = yield Compute(partial(named_documents, request.query, rows, spans, periods, total, config), RANK)
-    if not named:
-        return []
-    found = (yield passages(request, [doc for doc, _, _ in named], config))[-1]
-    return (yield Compute(partial(hits, named, found), RANK))
 
 
 def named_documents(

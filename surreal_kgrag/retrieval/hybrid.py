@@ -12,14 +12,15 @@ from functools import partial
 from typing import Any, ClassVar
 
 from .. import phrases
-from ..db import SurrealStore
+from ..db import SurrealStore, checked_int
 from ..db.sdk import RecordID
+from ..surql import CompiledFilter
 from . import documents
 from .base import LRU, BaseRetriever, Request, exact_instead, grow, pool_used
 from .config import HybridConfig, RetrieverConfig
 from .fusion import Hit, chunk_from, fuse, fuse_chunks, per_chunk, top_chunks
 from .plan import Call, Compute, Concurrently, Plan, Query
-from .results import ANALYZE, HYDRATE, RANK, RetrievedDocument
+from .results import ANALYZE, HYDRATE, RANK, Channel, RetrievedDocument
 
 _RECOUNT_SECONDS = 60.0
 
@@ -34,6 +35,7 @@ class HybridRetriever(BaseRetriever):
     mode = "hybrid"
     config_class: ClassVar[type[RetrieverConfig]] = HybridConfig
     config: HybridConfig
+    embeds_late = True  # spaCy, the BM25 words and the document names run while the question is embedded
 
     def __init__(self, store: SurrealStore, *, extractor: Any = None, **kwargs: Any) -> None:
         super().__init__(store, **kwargs)
@@ -88,10 +90,6 @@ class HybridRetriever(BaseRetriever):
     def _uses_documents(self) -> bool:
         return self.config.weights.get("document", 0.0) > 0
 
-    def _document_channel(self, request: Request, found: list[dict[str, Any]], spans: Any, periods: list[str]) -> Plan[list[Hit]]:
-        total = yield from self._documents_in_store()
-        return (yield from documents.channel(request, found, spans, periods, total, self.config))
-
     def _plan(self, request: Request) -> Plan[list[RetrievedDocument]]:
         channels = yield from self.channels(request)
         ranking = yield Compute(partial(self.fuse, channels), RANK)
@@ -109,18 +107,40 @@ class HybridRetriever(BaseRetriever):
         return (yield from self.channels(request))
 
     def channels(self, request: Request) -> Plan[dict[str, list[Hit]]]:
-        """Each channel's hits, best first. The KNN pool grows while the channels together find
-        fewer documents than the request wants and the pool came back full."""
+        """Each channel's hits, best first. The BM25 hits and the documents the question names are
+        read while the question is embedded (neither needs its vector); the named documents'
+        passages then come with the KNN pool, which grows while the channels together find fewer
+        documents than the request wants and the pool came back full."""
         chunk_total = yield from self._chunk_total(request)
         candidates: int | None = self._candidates(request)
+        assert candidates is not None
+        words, spans, periods = yield Compute(partial(self._question, request.query), ANALYZE)
+        early = [self._text_query(request, words, chunk_total, candidates)] if words else []
+        if self._uses_documents():
+            early.append(documents.name_lookup(spans, periods, self.config.document_per_name, request))
+        results = (yield Concurrently(tuple(early))) if early else []
+        text = yield Compute(partial(_hits, results[0][-1] if words else [], "text"), RANK)
+        named: list[tuple[str, float, str]] = []
+        if self._uses_documents():
+            total = yield from self._documents_in_store()
+            find = partial(documents.named_documents, request.query, results[-1][-1], spans, periods, total, self.config)
+            named = yield Compute(find, RANK)
+        yield from self.embedded(request)
+        passages = documents.passages(request, [doc for doc, _, _ in named], self.config) if named else None
+        passage_rows: list[list[dict[str, Any]]] = []
         channels: dict[str, list[Hit]] = {}
         exact = False
         while candidates is not None:
-            # The document channel does not depend on the pool: looked up once, with the first pool.
-            channels, out = yield from self._channels(request, chunk_total, candidates, exact, channels.get("document"))
+            query = self._knn_query(request, chunk_total, candidates, exact)
+            if passages is not None:  # read once, beside the first pool
+                first, read = yield Concurrently((query, passages))
+                out, passage_rows, passages = first[-1], read[-1], None
+            else:
+                out = (yield query)[-1]
             if not exact and exact_instead(request, out["fetched"], candidates):
                 exact = True
                 continue
+            channels = yield Compute(partial(_channel_hits, out, text, named, passage_rows), RANK)
             found = len({hit.doc for hits in channels.values() for hit in hits})
             # Vectors below the threshold mean every further one is too: a larger pool adds nothing.
             fetched = out["fetched"] if exact else pool_used(request, out["fetched"], candidates)
@@ -128,9 +148,7 @@ class HybridRetriever(BaseRetriever):
             candidates = grow(candidates, found, request.fetch, fetched)
         return channels
 
-    def _channels(
-        self, request: Request, chunk_total: int, candidates: int, exact: bool, document_hits: list[Hit] | None = None
-    ) -> Plan[tuple[dict[str, list[Hit]], dict[str, Any]]]:
+    def _knn_query(self, request: Request, chunk_total: int, candidates: int, exact: bool) -> Query:
         params = {
             "exact": exact,
             "embedding": request.vector,
@@ -140,31 +158,18 @@ class HybridRetriever(BaseRetriever):
             "filtered": bool(request.filter.condition),
             **request.filter.params,
         }
-        placeholders = self._knn_placeholders(request, candidates)
-        queries = [Query("search_hybrid", params, placeholders)]
-        words, spans, periods = yield Compute(partial(self._question, request.query), ANALYZE)
-        if words:
-            max_df = math.ceil(self.config.text_max_df * chunk_total)
-            text_params = {
-                "words": words,
-                "max_df": max_df,
-                "max_matches": self.config.text_max_matches,
-                "filtered": params["filtered"],
-                **request.filter.params,
-            }
-            queries.append(Query("search_fulltext", text_params, {"candidates": placeholders["candidates"], "filter": request.filter}))
-        lookup = self._uses_documents() and document_hits is None
-        if lookup:
-            queries.append(documents.name_lookup(spans, periods, self.config.document_per_name, request))
-        results = yield Concurrently(tuple(queries))
-        out = results[0][-1]
-        channels = yield Compute(partial(_channel_hits, out, results[1][-1] if words else []), RANK)
-        if lookup:
-            named = yield from self._document_channel(request, results[-1][-1], spans, periods)
-            channels["document"] = sorted(named, key=lambda h: -h.score)
-        elif document_hits is not None:
-            channels["document"] = document_hits
-        return channels, out
+        return Query("search_hybrid", params, self._knn_placeholders(request, candidates))
+
+    def _text_query(self, request: Request, words: list[str], chunk_total: int, candidates: int) -> Query:
+        params = {
+            "words": words,
+            "max_df": math.ceil(self.config.text_max_df * chunk_total),
+            "max_matches": self.config.text_max_matches,
+            "filtered": bool(request.filter.condition),
+            **request.filter.params,
+        }
+        placeholders: dict[str, int | CompiledFilter] = {"candidates": checked_int("candidates", candidates), "filter": request.filter}
+        return Query("search_fulltext", params, placeholders)
 
     def fuse(self, channels: Mapping[str, list[Hit]]) -> list[tuple[str, float]]:
         """Documents by fused score, best first."""
@@ -237,16 +242,19 @@ class HybridRetriever(BaseRetriever):
         return documents[: request.fetch]
 
 
-def _channel_hits(out: Mapping[str, Any], text_rows: list[dict[str, Any]]) -> dict[str, list[Hit]]:
-    """The vector, BM25 and concept channels' hits from their rows, best first."""
-    channels = {
-        "vector": [Hit.of(row, "vector") for row in out["vector"]],
-        "text": [Hit.of(row, "text") for row in text_rows],
-        "concept": [Hit.of(row, "concept") for row in out["concepts"]],
-    }
-    for hits in channels.values():
-        hits.sort(key=lambda h: -h.score)
+def _channel_hits(
+    out: Mapping[str, Any], text: list[Hit], named: list[tuple[str, float, str]], passage_rows: list[list[dict[str, Any]]]
+) -> dict[str, list[Hit]]:
+    """The channels' hits, best first: vector and concept from ``search_hybrid``'s rows, the BM25
+    hits, and the named documents with their passages (when the question names any)."""
+    channels = {"vector": _hits(out["vector"], "vector"), "text": text, "concept": _hits(out["concepts"], "concept")}
+    if named:
+        channels["document"] = documents.hits(named, passage_rows)
     return channels
+
+
+def _hits(rows: list[dict[str, Any]], channel: Channel) -> list[Hit]:
+    return sorted((Hit.of(row, channel) for row in rows), key=lambda h: -h.score)
 
 
 _WORD = re.compile(r"\w+")
