@@ -11,6 +11,10 @@ characters of the file's text stored (how far the stored chunks reach, against t
 read), seconds per MB (or per page), the write rate over the first and the last third of the run
 (time linear in size: the two agree) and the peak RSS. A run still going after --seconds is
 interrupted the way Ctrl-C does it (the transaction in progress finishes).
+
+The embedded engine sizes its write buffer and block cache from the memory it sees (printed at the
+start): run it under ``benchmarks/memory_limit.py 2000000000 -- ...`` to measure it as in a 2 GB
+container.
 """
 
 from __future__ import annotations
@@ -68,6 +72,20 @@ def write_pdf(path: Path, folder: Path, pages: int) -> None:
     out.close()
 
 
+def engine_memory() -> str:
+    """The memory the embedded engine sizes its memtable and block cache from: the limit of the
+    cgroup mounted at /sys/fs/cgroup (a container's), else the machine's RAM (docs/servers.md)."""
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            value = Path(limit_file).read_text().strip()
+        except OSError:
+            continue
+        if value.isdigit() and int(value) < 2**60:
+            return f"a memory limit of {int(value) / 1e6:,.0f} MB ({limit_file})"
+    total_kb = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal:"))
+    return f"the machine's {total_kb * 1024 / 2**30:.0f} GiB of RAM (no container limit)"
+
+
 def rss_mb() -> float:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * 4096 / 2**20
@@ -94,6 +112,7 @@ def main() -> None:
             unit, size = "MB", path.stat().st_size / 1e6
         text_chars = sum(len(doc.text) for doc in iter_sources([path], part_chars=args.part_chars) if isinstance(doc, SourceDocument))
         print(f"{path.name}: {path.stat().st_size / 1e6:.1f} MB, {text_chars:,} characters of text; RSS {rss_mb():.0f} MB", flush=True)
+        print(f"the embedded engine sizes its buffers from {engine_memory()}", flush=True)
         samples: list[tuple[float, float, int]] = []  # seconds, RSS MB, chunks stored
         done = threading.Event()
         started = time.perf_counter()
