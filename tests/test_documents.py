@@ -112,9 +112,10 @@ def test_a_named_document_comes_with_the_passage_that_answers_not_its_first_chun
 
 def test_a_named_documents_passages_are_its_nearest_chunks_from_the_pool_or_from_a_scan(store, minilm):
     """The passage query takes a document's best chunks from the store-wide pool of nearest chunks
-    when the document has enough there, and otherwise scans the document's own chunks: a pool of 1
-    scans every document, a pool larger than the store serves every one, and both (and a pool in
-    between) give the same passages."""
+    (a document's chunks there are its best ones) and scans the chunks of a document with none
+    there: a pool larger than the store gives every document its exact best three; a pool of 1
+    gives the document of the nearest chunk that chunk alone and scans the others; a pool in
+    between gives each document a prefix of its best three."""
     vector = minilm.embed_query("What were Zenith Robotics' net sales of warehouse robots in Q2 2023?")
     docs = [row["id"] for row in store.query("document_keys")[-1]]
     assert len(docs) == 12
@@ -125,10 +126,13 @@ def test_a_named_documents_passages_are_its_nearest_chunks_from_the_pool_or_from
         assert len(rows) == len(docs)
         return {str(doc.id): [str(row["chunk"].id) for row in found] for doc, found in zip(docs, rows)}
 
-    scanned = passages(1)
-    assert all(len(found) == 3 for found in scanned.values())
-    assert passages(2000) == scanned
-    assert passages(40) == scanned
+    best = passages(2000)
+    assert all(len(found) == 3 for found in best.values())
+    one = passages(1)
+    assert sorted(len(found) for found in one.values()) == [1] + [3] * 11
+    for pool in (1, 20):
+        for doc, found in passages(pool).items():
+            assert found and found == best[doc][: len(found)], (pool, doc)
 
 
 @pytest.mark.parametrize("pool", [1, 100])

@@ -67,8 +67,9 @@ class HybridConfig(RetrieverConfig):
     document_pool: int = Field(8, ge=1, le=1000, description="document channel: most named documents whose passages are read")
     document_passage_pool: int = Field(
         100, ge=1, le=5000,
-        description="document channel: a named document's passages come from this many chunks nearest to the question "
-        "when it has enough among them; otherwise all its chunks are scanned (exact, in proportion to its length)",
+        description="document channel: a named document's passages are its chunks among this many nearest to the question "
+        "(its best ones, up to chunks_per_document); a document with none there has all its chunks scanned (exact, in "
+        "proportion to its length)",
     )
     document_min_chunks: int = Field(
         3, ge=1, description="document channel: documents shorter than this many chunks are left to the other channels"

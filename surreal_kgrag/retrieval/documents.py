@@ -17,8 +17,8 @@ distractor passages by title on purpose.
 The channel's hits are each named document's best passages for the question
 (``document_passages.surql``), so a long document enters the ranking with the chunks that answer,
 not its first ones. They are taken from the ``document_passage_pool`` chunks nearest to the question
-in the store when the document has enough of them there, and otherwise by exact cosine over the
-document's own chunks, which costs in proportion to its length. The modes fuse the channel with
+in the store, where a document's chunks are its best ones, and by exact cosine over the document's
+own chunks when it has none there, which costs in proportion to its length. The modes fuse the channel with
 their others (weight ``weights["document"]``).
 """
 
