@@ -22,6 +22,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
@@ -76,7 +77,18 @@ def main() -> int:
             print(f"cgroup peak memory (RSS and page cache): {int(peak_file.read_text()) / 1e6:,.0f} MB", flush=True)
         return done.returncode
     finally:
-        child.rmdir()
+        _remove(child)
+
+
+def _remove(child: Path) -> None:
+    """Remove the child cgroup once the kernel has let go of its last process (a killed one can linger a moment)."""
+    for _ in range(50):
+        try:
+            child.rmdir()
+            return
+        except OSError:
+            time.sleep(0.1)
+    print(f"could not remove {child}: remove it once its processes are gone", file=sys.stderr)
 
 
 if __name__ == "__main__":

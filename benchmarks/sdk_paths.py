@@ -15,11 +15,10 @@ medians of ``--repeats`` runs are printed. The machine is shared: compare the ra
 from __future__ import annotations
 
 import argparse
-import asyncio
 import statistics
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,15 +28,15 @@ from surreal_kgrag.db import sdk, sdk_fastpath
 from surreal_kgrag.db.sdk import RecordID
 
 DIM = 384
-Path = Callable[[Any, str, dict[str, Any]], Awaitable[dict[str, Any]]]
+Path = Callable[[Any, str, dict[str, Any]], dict[str, Any]]
 
 
-async def public(db: Any, text: str, params: dict[str, Any]) -> dict[str, Any]:
-    return dict(await db.query_raw(text, sdk.plain(params)))
+def public(db: Any, text: str, params: dict[str, Any]) -> dict[str, Any]:
+    return dict(db.query_raw(text, sdk.plain(params)))
 
 
-async def fast(db: Any, text: str, params: dict[str, Any]) -> dict[str, Any]:
-    return await sdk_fastpath.execute(sdk_fastpath.engine(db), text, params)
+def fast(db: Any, text: str, params: dict[str, Any]) -> dict[str, Any]:
+    return sdk_fastpath.execute(sdk_fastpath.engine(db), text, params)
 
 
 def workload(rows: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], np.ndarray]:
@@ -54,26 +53,26 @@ def workload(rows: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], np.
     return chunks, edges, vectors
 
 
-async def run(path: Path, chunks: list[dict[str, Any]], edges: list[dict[str, Any]], vectors: np.ndarray) -> dict[str, float]:
-    db = sdk.async_handle("mem://")
-    await sdk.aopen(db, "bench", "bench", None)
+def run(path: Path, chunks: list[dict[str, Any]], edges: list[dict[str, Any]], vectors: np.ndarray) -> dict[str, float]:
+    db = sdk.embedded_handle("mem://")
+    sdk.open_blocking(db, "bench", "bench", None)
     try:
         started = time.perf_counter()
         for i in range(0, len(chunks), 500):
-            await path(db, "INSERT INTO chunk $rows RETURN NONE", {"rows": chunks[i : i + 500]})
+            path(db, "INSERT INTO chunk $rows RETURN NONE", {"rows": chunks[i : i + 500]})
         chunk_rate = len(chunks) / (time.perf_counter() - started)
         started = time.perf_counter()
         for i in range(0, len(edges), 1000):
-            await path(db, "INSERT RELATION INTO MENTIONS_CONCEPT $rows RETURN NONE", {"rows": edges[i : i + 1000]})
+            path(db, "INSERT RELATION INTO MENTIONS_CONCEPT $rows RETURN NONE", {"rows": edges[i : i + 1000]})
         edge_rate = len(edges) / (time.perf_counter() - started)
-        await db.query_raw(f"DEFINE INDEX e ON chunk FIELDS embedding HNSW DIMENSION {DIM} DIST COSINE TYPE F32", {})
+        db.query_raw(f"DEFINE INDEX e ON chunk FIELDS embedding HNSW DIMENSION {DIM} DIST COSINE TYPE F32", {})
         queries = vectors[:200]
         started = time.perf_counter()
         for vector in queries:
-            await path(db, "SELECT id, vector::distance::knn() AS d FROM chunk WHERE embedding <|10,40|> $v", {"v": vector})
+            path(db, "SELECT id, vector::distance::knn() AS d FROM chunk WHERE embedding <|10,40|> $v", {"v": vector})
         knn_ms = (time.perf_counter() - started) / len(queries) * 1000
     finally:
-        await sdk.aclose(db)
+        sdk.close(db)
     return {"chunk rows/s": chunk_rate, "edge rows/s": edge_rate, "knn ms/query": knn_ms}
 
 
@@ -109,7 +108,7 @@ def main() -> None:
     figures: dict[str, dict[str, list[float]]] = {"public": {}, "fast": {}}
     for _ in range(args.repeats):
         for label, path in (("public", public), ("fast", fast)):
-            for key, value in asyncio.run(run(path, chunks, edges, vectors)).items():
+            for key, value in run(path, chunks, edges, vectors).items():
                 figures[label].setdefault(key, []).append(value)
     print(f"end to end, mem://, {args.rows} chunks, {len(edges)} edges; median of {args.repeats} alternating runs")
     print(f"{'':16}{'public':>12}{'fast':>12}{'fast/public':>13}")

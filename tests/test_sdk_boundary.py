@@ -98,23 +98,23 @@ def test_float_arrays_are_packed_and_read_back_by_the_engine():
 
 
 @pytest.mark.parametrize("rows", [1, sdk.BULK_ROWS])
-async def test_both_paths_store_and_return_the_same_rows(rows):
+def test_both_paths_store_and_return_the_same_rows(rows):
     # Below BULK_ROWS a request takes the public path, from it the fast path: same rows either way.
     vectors = np.random.default_rng(rows).standard_normal((rows, 8)).astype(np.float32)
     batch = [{"id": RecordID("t", i), "v": vectors[i], "doc": RecordID("document", f"d{i}"), "n": None} for i in range(rows)]
     assert sdk.is_bulk({"rows": batch}) == (rows >= sdk.BULK_ROWS)
     results = []
     for fast in (True, False):
-        db = sdk.async_handle("mem://")
-        await sdk.aopen(db, "t", "t", None)
+        db = sdk.embedded_handle("mem://")
+        sdk.open_blocking(db, "t", "t", None)
         try:
             if fast:
-                response = await sdk_fastpath.execute(sdk_fastpath.engine(db), "INSERT INTO t $rows RETURN NONE", {"rows": batch})
+                response = sdk_fastpath.execute(sdk_fastpath.engine(db), "INSERT INTO t $rows RETURN NONE", {"rows": batch})
             else:
-                response = await db.query_raw("INSERT INTO t $rows RETURN NONE", sdk.plain({"rows": batch}))
+                response = db.query_raw("INSERT INTO t $rows RETURN NONE", sdk.plain({"rows": batch}))
             assert not response.get("error")
-            results.append((await sdk.aquery(db, "SELECT * FROM t ORDER BY id", {}))["result"][0]["result"])
+            results.append(sdk.query(db, "SELECT * FROM t ORDER BY id", {})["result"][0]["result"])
         finally:
-            await sdk.aclose(db)
+            sdk.close(db)
     assert results[0] == results[1] and len(results[0]) == rows
     assert results[0][0]["v"] == pytest.approx(vectors[0].tolist())

@@ -1,14 +1,19 @@
 """Connections under ``SurrealStore``: one engine handle per embedded file, sockets to a server.
 
-Embedded engines (``mem://``, ``surrealkv://``) are opened through the SDK's async embedded
-connection, which runs queries without holding the GIL. Sync calls drive that same handle on a
-per-thread event loop (``run_sync``), so sync and async code in one process share one database: a
-``surrealkv://`` path can be opened by a single handle only, and two ``mem://`` handles would be two
-different databases. Remote servers (``ws://``, ``http://``) get one blocking connection for sync
-calls and one native async connection per event loop, each opened once under a lock.
+Embedded engines (``mem://``, ``surrealkv://``) are opened through the SDK's blocking embedded
+connection, one handle per file shared by sync and async code (a ``surrealkv://`` path can be
+opened by a single handle only, and two ``mem://`` handles would be two different databases); an
+async caller's queries run on it in a worker thread. Not the SDK's async embedded connection: it
+builds the engine inside a runtime it drops at once (``surrealdb-embedded`` 3.0.0b10), which takes
+the engine's background work with it, so SurrealKV never writes a full memtable to disk; after two
+memtables (2 GiB on a 16-64 GiB machine, 256 MiB in a 2 GB container) every write waits for ever.
+The blocking connection keeps its runtime, and flushes. It holds the GIL while the engine runs a
+query, so queries from several threads take turns. Remote servers (``ws://``, ``http://``) get one
+blocking connection for sync calls and one native async connection per event loop, each opened
+once under a lock.
 
-Nothing here blocks a running event loop: an async caller opens an embedded file in a worker
-thread and closes it by awaiting the engine.
+Nothing here blocks a running event loop: an async caller opens, queries and closes an embedded
+file in a worker thread.
 """
 
 from __future__ import annotations
@@ -26,7 +31,6 @@ from ..errors import ConfigurationError, QueryExecutionError, StoreConnectionErr
 from . import sdk
 from .catalog import IndexCatalog
 from .config import StoreConfig, is_memory
-from .loops import gather_or_cancel, run_sync
 from .sdk import SurrealError
 
 T = TypeVar("T")
@@ -141,8 +145,8 @@ class EmbeddedConnection(Connection):
         self.refs = 0
         self.catalog = IndexCatalog()
         try:
-            self.db: Any = sdk.async_handle(config.url)
-            run_sync(self._open())
+            self.db: Any = sdk.embedded_handle(config.url)
+            self._open()
         except SurrealError as error:
             raise _open_error(config, error) from error
         with self._live_lock:  # (acquire() holds _registry_lock here)
@@ -167,13 +171,13 @@ class EmbeddedConnection(Connection):
         db, self.db = self.db, _ClosedHandle(self.config.url)
         if not isinstance(db, _ClosedHandle):
             with contextlib.suppress(SurrealError):
-                run_sync(sdk.aclose(db))
+                sdk.close(db)
 
-    async def _open(self) -> None:
+    def _open(self) -> None:
         try:
-            await sdk.aopen(self.db, self.config.namespace, self.config.database, _signin_vars(self.config))
+            sdk.open_blocking(self.db, self.config.namespace, self.config.database, _signin_vars(self.config))
         except BaseException:
-            await sdk.aclose(self.db)  # a failed sign-in must not keep the file locked
+            sdk.close(self.db)  # a failed sign-in must not keep the file locked
             raise
 
     @classmethod
@@ -218,32 +222,24 @@ class EmbeddedConnection(Connection):
             self._close_handle()
 
     async def arelease(self) -> None:
-        if self._last_reference():
-            with self._live_lock:
-                self._live.discard(self)
-            db, self.db = self.db, _ClosedHandle(self.config.url)
-            if not isinstance(db, _ClosedHandle):
-                await sdk.aclose(db)
+        await asyncio.to_thread(self.release)
 
     def run(self, job: Job) -> list[Any]:
-        return run_sync(self.arun(job))
-
-    def run_many(self, jobs: Sequence[Job]) -> list[list[Any]]:
-        return run_sync(gather_or_cancel([self.arun(job) for job in jobs]))
-
-    async def arun(self, job: Job) -> list[Any]:
         name, text, params = job
         try:
-            response = await sdk.aquery(self.db, text, params)
+            response = sdk.query(self.db, text, params)
         except SurrealError as error:
             raise _query_error(name, error) from error
         return _results(name, response)
 
+    async def arun(self, job: Job) -> list[Any]:
+        return await asyncio.to_thread(self.run, job)
+
     def version(self) -> str:
-        return run_sync(self.aversion())
+        return sdk.version(self.db)
 
     async def aversion(self) -> str:
-        return await sdk.aversion(self.db)
+        return await asyncio.to_thread(self.version)
 
 
 # -- remote --------------------------------------------------------------------------------------

@@ -8,6 +8,11 @@ ingest's inserts) is encoded by ``sdk_fastpath``, about twice as fast on vectors
 (``benchmarks/sdk_paths.py``). Every other request, and every request to a server, takes the public
 path, with numpy values turned into plain lists first.
 
+The embedded engine is opened with the SDK's blocking connection (:func:`embedded_handle`): its
+async one drops the runtime its engine was built in, and with it the engine's background work, so a
+``surrealkv://`` store never flushes a memtable and stops taking writes after two of them
+(``surreal_kgrag.db.connection``; ``tests/test_memory_limit.py`` and ``tests/test_store.py`` check both).
+
 ``TESTED`` names the SDK and engine releases the test suite has run against;
 ``tests/test_sdk_boundary.py`` checks that the installed ones are among them and that the fast path
 still finds what it needs.
@@ -24,7 +29,7 @@ from surrealdb import Null, RecordID, SurrealError
 
 from . import sdk_fastpath
 
-__all__ = ["BULK_ROWS", "TESTED", "Null", "RecordID", "SurrealError", "aquery", "plain", "query"]
+__all__ = ["BULK_ROWS", "TESTED", "Null", "RecordID", "SurrealError", "aquery", "embedded_handle", "plain", "query"]
 
 # Releases the tests have run with: the SDK distributions, and the SurrealDB engine they embed.
 TESTED = {"surrealdb": ("3.0.0b10",), "surrealdb-embedded": ("3.0.0b10",), "engine": ("3.2.4",)}
@@ -41,6 +46,12 @@ def async_handle(url: str) -> Handle:
 
 
 def blocking_handle(url: str) -> Handle:
+    return surrealdb.Surreal(url)
+
+
+def embedded_handle(url: str) -> Handle:
+    """The handle of an embedded engine (``mem://``, ``surrealkv://``): the blocking connection,
+    which keeps the runtime its engine runs its background work on (see the module docstring)."""
     return surrealdb.Surreal(url)
 
 
@@ -75,16 +86,17 @@ def version(db: Handle) -> str:
 
 
 async def aquery(db: Handle, text: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """Run ``text`` with bound ``params``; the raw response (``result``: one entry per statement)."""
-    if _FAST and is_bulk(params):
-        engine = sdk_fastpath.engine(db)
-        if engine is not None:
-            return await sdk_fastpath.execute(engine, text, params)
+    """Run ``text`` with bound ``params`` on a server; the raw response (``result``: one entry per statement)."""
     return dict(await db.query_raw(text, plain(params)))
 
 
 def query(db: Handle, text: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The blocking twin of :func:`aquery` (remote connections only: always the public path)."""
+    """The blocking twin of :func:`aquery`, for a server or the embedded engine (a bulk request to
+    the embedded engine takes the fast path)."""
+    if _FAST and is_bulk(params):
+        engine = sdk_fastpath.engine(db)
+        if engine is not None:
+            return sdk_fastpath.execute(engine, text, params)
     return dict(db.query_raw(text, plain(params)))
 
 

@@ -10,7 +10,7 @@ difference, so they take the public path). Here a request is encoded
 by the SDK's own encoder class (so every other value means exactly what it means to the SDK),
 except that a float ``numpy.ndarray`` is written as one CBOR array of 32- or 64-bit floats built by
 numpy in one step and a ``RecordID`` is looked up by exact type; the bytes go straight to the
-embedded engine's ``execute``, as the SDK's own embedded connection sends them.
+embedded engine's ``execute``, as the SDK's own blocking embedded connection sends them.
 
 Private names used (all of SDK 3.0.0b10): ``surrealdb.data.cbor._SurrealEncoder`` and its
 ``_encoders`` table, ``surrealdb.connections.utils_mixin.mapped_engine_errors``, and the embedded
@@ -67,10 +67,11 @@ def engine(db: Any) -> Any:
     return handle if callable(getattr(handle, "execute", None)) else None
 
 
-async def execute(engine: Any, text: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """Run a query on the embedded ``engine``; the response as the SDK's ``query_raw`` returns it."""
+def execute(engine: Any, text: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Run a query on the embedded ``engine`` (the blocking connection's); the response as the
+    SDK's ``query_raw`` returns it."""
     with mapped_engine_errors("query"):
-        return decode(await engine.execute(encode_query(text, params)))
+        return decode(engine.execute(encode_query(text, params)))
 
 
 def encode_query(text: str, params: Mapping[str, Any]) -> bytes:
