@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..db import SurrealStore, checked_int
 from ..embed import Embedder, resolve_embedder
@@ -20,7 +20,7 @@ from ..errors import ConfigurationError
 from ..surql import CompiledFilter
 from . import plan as plans
 from .config import RetrieverConfig
-from .plan import Call, Finish, Pending, Plan, Start
+from .plan import Call, Plan
 from .results import EMBED, RERANK, RetrievalResult, RetrievedDocument, Timings
 from .scope import Scope
 
@@ -37,13 +37,10 @@ class Request(BaseModel):
     filter: CompiledFilter = Field(description="the scope ANDed with the call's filter")
     embedding: list[float]
     concepts: list[str] = Field(default_factory=list)
-    _pending: Pending | None = PrivateAttr(default=None)  # the embedding, still being computed
 
     @property
     def vector(self) -> np.ndarray:
         """The embedding as float32: the embedded engine's encoder packs it in one step."""
-        if self._pending is not None:
-            raise RuntimeError("the question's embedding is still being computed: yield from retriever.embedded(request) first")
         return np.asarray(self.embedding, dtype=np.float32)
 
 
@@ -88,9 +85,6 @@ class BaseRetriever:
     # Whether the mode's KNN runs over chunks with the filter inside it (chunk, hybrid, graph), and so
     # needs the workarounds for filtered HNSW search; concept KNN is over unfiltered concepts.
     filtered_chunk_knn: ClassVar[bool] = True
-    # Whether the mode's plan waits for the question's embedding itself (`embedded`), after the work
-    # that does not need it, which then runs beside the embedding.
-    embeds_late: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -181,9 +175,8 @@ class BaseRetriever:
     ) -> Plan[RetrievalResult]:
         """The search as a plan (see :mod:`surreal_kgrag.retrieval.plan`), for callers that drive
         it themselves, such as the agent tools."""
-        request = yield from self.prepare(query, k=k, filters=filters, embedding=embedding, scope=scope, late=self.embeds_late)
+        request = yield from self.prepare(query, k=k, filters=filters, embedding=embedding, scope=scope)
         documents = yield from self._plan(request)
-        yield from self.embedded(request)  # the reranker is given it
         if self.reranker is not None and documents:
             documents = yield from self._rerank(request, documents)
         return RetrievalResult(query=query, mode=self.mode, documents=documents[: request.k])
@@ -198,35 +191,26 @@ class BaseRetriever:
         filters: Mapping[str, Any] | None = None,
         embedding: list[float] | None = None,
         scope: Scope | None = None,
-        late: bool = False,
     ) -> Plan[Request]:
         """The checked request a search runs: k, the scope and filter, the query's embedding (and,
-        in hybrid mode, the concepts it names, found while the embedding is computed). With
-        ``late``, the embedding may still be running when the request is returned: the plan waits
-        for it with :meth:`embedded` before it reads ``request.vector``."""
+        in hybrid and graph modes, the concepts it names)."""
         _check_query(query, self.config.max_query_chars)
         k = checked_int("k", k if k is not None else self.config.k, maximum=1000)
         fetch = max(k, self.config.rerank_pool) if self.reranker is not None else k
         narrowed = self.scope.narrow(scope)
         compiled = narrowed.restrict(filters)
         if embedding is None:
-            embedding = self._embeddings.lookup(query)
-        request = Request(query=query, k=k, fetch=fetch, scope=narrowed, filter=compiled, embedding=list(embedding or []))
-        if embedding is None:
-            embed = Call(partial(self.embedder.embed_query, query), partial(self.embedder.aembed_query, query), EMBED)
-            request._pending = yield Start(embed)
+            embedding = yield from self._embed(query)
+        request = Request(query=query, k=k, fetch=fetch, scope=narrowed, filter=compiled, embedding=list(embedding))
         yield from self._analyze(request)
-        if not late:
-            yield from self.embedded(request)
         return request
 
-    def embedded(self, request: Request) -> Plan[None]:
-        """Wait for the request's embedding if it is still being computed (see :meth:`prepare`)."""
-        if request._pending is None:
-            return
-        vector = yield Finish(request._pending)
-        request._pending = None
-        request.embedding = self._embeddings.remember(request.query, _as_list(vector))
+    def _embed(self, query: str) -> Plan[list[float]]:
+        cached = self._embeddings.lookup(query)
+        if cached is not None:
+            return cached
+        vector = yield Call(partial(self.embedder.embed_query, query), partial(self.embedder.aembed_query, query), EMBED)
+        return self._embeddings.remember(query, _as_list(vector))
 
     def _analyze(self, request: Request) -> Plan[None]:
         """Work a mode needs before its queries (hybrid: the concepts the query names)."""

@@ -4,7 +4,7 @@ Per question, two database round trips before hydration:
 
 1. the question's candidate names (every n-gram, :mod:`surreal_kgrag.phrases`) looked up among the
    stored concepts (``graph_names.surql``) and among the documents' names (the document channel,
-   :mod:`.documents`), at the same time as the BM25 channel, while the question is embedded;
+   :mod:`.documents`), at the same time as the BM25 channel;
 2. the subgraph around the seeds: KNN chunks, the chunks of the concepts the question names, the
    BM25 chunks, their concepts and those concepts' other chunks, all within the caller's scope
    (``graph_subgraph.surql`` from the adjacency lists for a caller who may read everything,
@@ -49,7 +49,6 @@ class GraphRetriever(HybridRetriever):
     config_class: ClassVar[type[RetrieverConfig]] = GraphConfig
     config: GraphConfig
     default_candidates = 20
-    embeds_late = True  # the first round trip reads names and words, not the embedding
     _lists = False  # set once the store is seen to keep the adjacency lists (they stay from then on)
 
     def _analyze(self, request: Request) -> Plan[None]:
@@ -84,7 +83,6 @@ class GraphRetriever(HybridRetriever):
             total = yield from self._documents_in_store()
             find = partial(documents.named_documents, request.query, results[-1][-1], spans, periods, total, config)
             named_docs = yield Compute(find, RANK)
-        yield from self.embedded(request)
         # The named documents' passages are read beside the first subgraph: no round trip of their own.
         passages = documents.passages(request, [doc for doc, _, _ in named_docs], config) if named_docs else None
         passage_rows: list[list[dict[str, Any]]] = []

@@ -35,7 +35,6 @@ class HybridRetriever(BaseRetriever):
     mode = "hybrid"
     config_class: ClassVar[type[RetrieverConfig]] = HybridConfig
     config: HybridConfig
-    embeds_late = True  # spaCy, the BM25 words and the document names run while the question is embedded
 
     def __init__(self, store: SurrealStore, *, extractor: Any = None, **kwargs: Any) -> None:
         super().__init__(store, **kwargs)
@@ -108,9 +107,9 @@ class HybridRetriever(BaseRetriever):
 
     def channels(self, request: Request) -> Plan[dict[str, list[Hit]]]:
         """Each channel's hits, best first. The BM25 hits and the documents the question names are
-        read while the question is embedded (neither needs its vector); the named documents'
-        passages then come with the KNN pool, which grows while the channels together find fewer
-        documents than the request wants and the pool came back full."""
+        read first (together, once); the named documents' passages then come with the first KNN
+        pool, which grows while the channels together find fewer documents than the request wants
+        and the pool came back full."""
         chunk_total = yield from self._chunk_total(request)
         candidates: int | None = self._candidates(request)
         assert candidates is not None
@@ -125,7 +124,6 @@ class HybridRetriever(BaseRetriever):
             total = yield from self._documents_in_store()
             find = partial(documents.named_documents, request.query, results[-1][-1], spans, periods, total, self.config)
             named = yield Compute(find, RANK)
-        yield from self.embedded(request)
         passages = documents.passages(request, [doc for doc, _, _ in named], self.config) if named else None
         passage_rows: list[list[dict[str, Any]]] = []
         channels: dict[str, list[Hit]] = {}

@@ -10,9 +10,7 @@ A *plan* is a generator that yields the I/O it needs and receives the answers:
   drivers and timed under its bucket, so a search can say where its wall-clock time went;
 - :class:`Gather`: several calls at once, at most ``limit`` in flight; the answer lists each call's
   value or the :class:`~surreal_kgrag.errors.KGRagError` it raised, so one failure does not stop
-  the others;
-- :class:`Start` and :class:`Finish`: a call begun and left running while the plan goes on (the
-  question's embedding beside the queries that do not need it), and its value, waited for later.
+  the others.
 
 It returns its result when it is done. :func:`run` drives a plan with blocking calls and
 :func:`arun` with awaited ones, so a retriever, a tool or an LLM feature is written once for both,
@@ -24,10 +22,9 @@ or to send a model its error) or let it propagate to the caller.
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -82,122 +79,54 @@ class Gather:
     timing: str = "call"
 
 
-@dataclass(frozen=True)
-class Start:
-    """Begin ``call`` and go on: the answer is a :class:`Pending` to :class:`Finish` later. Under
-    :func:`run` the call runs in a worker thread, under :func:`arun` as a task; one the plan never
-    finishes is cancelled when the plan ends."""
-
-    call: Call
-
-
-class Pending:
-    """A started call (the answer to :class:`Start`)."""
-
-    def __init__(self, call: Call, running: Future[Any] | asyncio.Task[Any]) -> None:
-        self.call = call
-        self.running = running
-
-
-@dataclass(frozen=True)
-class Finish:
-    """The value of a started call (its exception is thrown into the plan). Only the wait is
-    timed, under the call's bucket: the time the call ran beside other steps is theirs."""
-
-    pending: Pending
-
-
-Step = Query | Concurrently | Call | Compute | Gather | Start | Finish
+Step = Query | Concurrently | Call | Compute | Gather
 Plan = Generator[Step, Any, T]
 
 #: The bucket the time spent in queries is recorded under.
 SEARCH = "search"
 
-_beside: ThreadPoolExecutor | None = None
-_beside_lock = threading.Lock()
-
-
-def _beside_pool() -> ThreadPoolExecutor:
-    """The worker threads of started calls under :func:`run`, shared by every plan."""
-    global _beside
-    with _beside_lock:
-        if _beside is None:
-            _beside = ThreadPoolExecutor(thread_name_prefix="kgrag-beside")
-        return _beside
-
 
 def run(store: SurrealStore | None, plan: Plan[T], timings: dict[str, float] | None = None) -> T:
     """Drive ``plan`` with blocking calls; seconds spent per bucket are added to ``timings``.
     ``store`` answers the queries (None for a plan that makes none)."""
-    drive = _Drive(plan, timings)
-    try:
-        while (step := drive.next()) is not None:
-            try:
-                drive.answered(step, _run(store, step), None)
-            except Exception as raised:  # handed to the plan, which handles or re-raises it
-                drive.answered(step, None, raised)
-        return drive.value
-    finally:
-        drive.abandon()
+    timings = {} if timings is None else timings
+    answer: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            step = plan.throw(error) if error is not None else plan.send(answer)
+        except StopIteration as done:
+            return done.value
+        start = time.perf_counter()
+        try:
+            answer, error = _run(store, step), None
+        except Exception as raised:  # handed to the plan, which handles or re-raises it
+            answer, error = None, raised
+        _add(timings, step, time.perf_counter() - start)
 
 
 async def arun(store: SurrealStore | None, plan: Plan[T], timings: dict[str, float] | None = None) -> T:
     """Drive ``plan`` on the store's async connection; a ``Call`` without an async twin runs in a
     worker thread so it never blocks the event loop."""
-    drive = _Drive(plan, timings)
-    try:
-        while (step := drive.next()) is not None:
-            try:
-                drive.answered(step, await _arun(store, step), None)
-            except Exception as raised:
-                drive.answered(step, None, raised)
-        return drive.value
-    finally:
-        drive.abandon()
-
-
-class _Drive:
-    """A plan's progress, for both drivers: the answer (or error) it is sent next, the time of each
-    step, and the calls it started."""
-
-    def __init__(self, plan: Plan[Any], timings: dict[str, float] | None) -> None:
-        self.plan = plan
-        self.timings = {} if timings is None else timings
-        self.answer: Any = None
-        self.error: Exception | None = None
-        self.started: list[Pending] = []
-        self.since = 0.0
-        self.value: Any = None
-
-    def next(self) -> Step | None:
-        """The plan's next step; None once it has returned (its value in ``value``)."""
+    timings = {} if timings is None else timings
+    answer: Any = None
+    error: Exception | None = None
+    while True:
         try:
-            step = self.plan.throw(self.error) if self.error is not None else self.plan.send(self.answer)
+            step = plan.throw(error) if error is not None else plan.send(answer)
         except StopIteration as done:
-            self.value = done.value
-            return None
-        self.since = time.perf_counter()
-        return step
-
-    def answered(self, step: Step, answer: Any, error: Exception | None) -> None:
-        self.answer, self.error = answer, error
-        if isinstance(answer, Pending):
-            self.started.append(answer)
-        _add(self.timings, step, time.perf_counter() - self.since)
-
-    def abandon(self) -> None:
-        """Cancel the calls the plan started and never finished (one already running ends unread)."""
-        for pending in self.started:
-            pending.running.cancel()
+            return done.value
+        start = time.perf_counter()
+        try:
+            answer, error = await _arun(store, step), None
+        except Exception as raised:  # handed to the plan, which handles or re-raises it
+            answer, error = None, raised
+        _add(timings, step, time.perf_counter() - start)
 
 
 def _run(store: SurrealStore | None, step: Step) -> Any:
     if isinstance(step, Compute):
         return step.run()
-    if isinstance(step, Start):
-        return Pending(step.call, _beside_pool().submit(step.call.run))
-    if isinstance(step, Finish):
-        return step.pending.running.result()
     if isinstance(step, Query):
         return _store(store, step).query(step.name, step.params, **step.placeholders)
     if isinstance(step, Concurrently):
@@ -213,13 +142,6 @@ def _run(store: SurrealStore | None, step: Step) -> Any:
 async def _arun(store: SurrealStore | None, step: Step) -> Any:
     if isinstance(step, Compute):
         return step.run()
-    if isinstance(step, Start):
-        task = asyncio.ensure_future(_acall(step.call))
-        task.add_done_callback(_retrieved)
-        return Pending(step.call, task)
-    if isinstance(step, Finish):
-        running = step.pending.running
-        return await (running if isinstance(running, asyncio.Task) else asyncio.wrap_future(running))
     if isinstance(step, Query):
         return await _store(store, step).aquery(step.name, step.params, **step.placeholders)
     if isinstance(step, Concurrently):
@@ -244,12 +166,6 @@ async def _acall(call: Call) -> Any:
     return await asyncio.to_thread(call.run)
 
 
-def _retrieved(task: asyncio.Task[Any]) -> None:
-    """Reads a started task's outcome, so one the plan abandoned logs no "never retrieved" error."""
-    if not task.cancelled():
-        task.exception()
-
-
 def _captured(run: Callable[[], Any]) -> Any:
     try:
         return run()
@@ -264,8 +180,5 @@ def _store(store: SurrealStore | None, step: Step) -> SurrealStore:
 
 
 def _add(timings: dict[str, float], step: Step, seconds: float) -> None:
-    if isinstance(step, (Start, Finish)):
-        bucket = (step.call if isinstance(step, Start) else step.pending.call).timing
-    else:
-        bucket = step.timing if isinstance(step, (Call, Compute, Gather)) else SEARCH
+    bucket = step.timing if isinstance(step, (Call, Compute, Gather)) else SEARCH
     timings[bucket] = timings.get(bucket, 0.0) + seconds

@@ -80,12 +80,7 @@ class Timings(BaseModel):
     whole call; the parts add up to it exactly (``other_ms`` is what no part accounts for)."""
 
     wall_ms: float = Field(0.0, description="wall-clock time of the whole call, the question's embedding included")
-    embed_ms: float = Field(
-        0.0,
-        description="waiting for the question's embedding (0 when it was given or cached); the graph and concept modes "
-        "embed it while their first queries run and hybrid while spaCy reads the question, so only the wait beyond "
-        "that work counts here",
-    )
+    embed_ms: float = Field(0.0, description="embedding the question (0 when its embedding was given or cached)")
     analyze_ms: float = Field(0.0, description="reading the question: spaCy (hybrid), its n-grams, periods and words (0 when cached)")
     database_ms: float = Field(0.0, description="the queries' round trips, answers decoded")
     rank_ms: float = Field(0.0, description="client-side ranking: reading the channels, the walk, fusion")
