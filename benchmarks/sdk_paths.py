@@ -54,7 +54,7 @@ def workload(rows: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], np.
 
 
 def run(path: Path, chunks: list[dict[str, Any]], edges: list[dict[str, Any]], vectors: np.ndarray) -> dict[str, float]:
-    db = sdk.embedded_handle("mem://")
+    db = sdk.blocking_handle("mem://")
     sdk.open_blocking(db, "bench", "bench", None)
     try:
         started = time.perf_counter()

@@ -105,7 +105,7 @@ def test_both_paths_store_and_return_the_same_rows(rows):
     assert sdk.is_bulk({"rows": batch}) == (rows >= sdk.BULK_ROWS)
     results = []
     for fast in (True, False):
-        db = sdk.embedded_handle("mem://")
+        db = sdk.blocking_handle("mem://")
         sdk.open_blocking(db, "t", "t", None)
         try:
             if fast:

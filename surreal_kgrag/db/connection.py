@@ -145,7 +145,7 @@ class EmbeddedConnection(Connection):
         self.refs = 0
         self.catalog = IndexCatalog()
         try:
-            self.db: Any = sdk.embedded_handle(config.url)
+            self.db: Any = sdk.blocking_handle(config.url)
             self._open()
         except SurrealError as error:
             raise _open_error(config, error) from error

@@ -8,10 +8,10 @@ ingest's inserts) is encoded by ``sdk_fastpath``, about twice as fast on vectors
 (``benchmarks/sdk_paths.py``). Every other request, and every request to a server, takes the public
 path, with numpy values turned into plain lists first.
 
-The embedded engine is opened with the SDK's blocking connection (:func:`embedded_handle`): its
+The embedded engine is opened with the SDK's blocking connection (:func:`blocking_handle`): its
 async one drops the runtime its engine was built in, and with it the engine's background work, so a
 ``surrealkv://`` store never flushes a memtable and stops taking writes after two of them
-(``surreal_kgrag.db.connection``; ``tests/test_memory_limit.py`` and ``tests/test_store.py`` check both).
+(``surreal_kgrag.db.connection``; ``tests/test_memory_limit.py`` checks it).
 
 ``TESTED`` names the SDK and engine releases the test suite has run against;
 ``tests/test_sdk_boundary.py`` checks that the installed ones are among them and that the fast path
@@ -29,7 +29,7 @@ from surrealdb import Null, RecordID, SurrealError
 
 from . import sdk_fastpath
 
-__all__ = ["BULK_ROWS", "TESTED", "Null", "RecordID", "SurrealError", "aquery", "embedded_handle", "plain", "query"]
+__all__ = ["BULK_ROWS", "TESTED", "Null", "RecordID", "SurrealError", "aquery", "plain", "query"]
 
 # Releases the tests have run with: the SDK distributions, and the SurrealDB engine they embed.
 TESTED = {"surrealdb": ("3.0.0b10",), "surrealdb-embedded": ("3.0.0b10",), "engine": ("3.2.4",)}
@@ -46,12 +46,7 @@ def async_handle(url: str) -> Handle:
 
 
 def blocking_handle(url: str) -> Handle:
-    return surrealdb.Surreal(url)
-
-
-def embedded_handle(url: str) -> Handle:
-    """The handle of an embedded engine (``mem://``, ``surrealkv://``): the blocking connection,
-    which keeps the runtime its engine runs its background work on (see the module docstring)."""
+    """A blocking connection: to a server, or the embedded engine's (the only one that flushes, see above)."""
     return surrealdb.Surreal(url)
 
 

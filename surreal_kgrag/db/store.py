@@ -160,9 +160,9 @@ class SurrealStore:
         return await (await self._aconn()).arun((name, text, dict(params or {})))
 
     def query_many(self, steps: Sequence[QueryStep]) -> list[list[Any]]:
-        """Run several ``(name, params, placeholders)`` queries (one after the other on the embedded
-        engine, whose calls hold the GIL; side by side on a server's async connection); one result
-        list per query."""
+        """Run several ``(name, params, placeholders)`` queries, one after the other (:meth:`aquery_many`
+        runs them side by side, which only a server's async connection answers in parallel); one
+        result list per query."""
         connection = self._conn()
         templates = [surql.load(name, self.major_version) for name, _, _ in steps]
         for template in templates:

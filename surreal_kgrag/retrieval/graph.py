@@ -17,7 +17,6 @@ BM25 (and the KNN order, weight 0, which only fills up to k).
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from functools import partial
 from typing import Any, ClassVar
@@ -29,12 +28,11 @@ from ..db.sdk import RecordID
 from ..extract import NOUN_PHRASE
 from ..ids import concept_id
 from ..schema import ADJACENCY_LISTS_SINCE
-from ..surql import CompiledFilter
 from . import documents
 from .base import Request, exact_instead, grow, pool_used
 from .config import GraphConfig, RetrieverConfig
 from .fusion import Hit
-from .hybrid import HybridRetriever
+from .hybrid import HybridRetriever, hits_of
 from .plan import Compute, Concurrently, Plan, Query
 from .results import ANALYZE, RANK, ConceptMatch, RetrievedDocument
 from .walk import Subgraph, WalkSettings, assemble, dense_reset, idf, personalized_pagerank
@@ -64,25 +62,13 @@ class GraphRetriever(HybridRetriever):
         assert candidates is not None
         queries = [Query("graph_names", {"ids": [concept_id(name) for name in phrases.names(spans)]})]
         if words:
-            text_params = {
-                "words": words,
-                "max_df": math.ceil(config.text_max_df * chunk_total),
-                "max_matches": config.text_max_matches,
-                "filtered": bool(request.filter.condition),
-                **request.filter.params,
-            }
-            placeholders: dict[str, int | CompiledFilter] = {"candidates": candidates, "filter": request.filter}
-            queries.append(Query("search_fulltext", text_params, placeholders))
+            queries.append(self._text_query(request, words, chunk_total, candidates))
         if self._uses_documents():
             queries.append(documents.name_lookup(spans, periods, config.document_per_name, request))
         results = yield Concurrently(tuple(queries))
         names = yield Compute(partial(self._names, spans, results[0][-1], chunk_total), ANALYZE)
-        text = yield Compute(partial(_text_hits, results[1][-1] if words else []), RANK)
-        named_docs: list[tuple[str, float, str]] = []
-        if self._uses_documents():
-            total = yield from self._documents_in_store()
-            find = partial(documents.named_documents, request.query, results[-1][-1], spans, periods, total, config)
-            named_docs = yield Compute(find, RANK)
+        text = yield Compute(partial(hits_of, results[1][-1] if words else [], "text"), RANK)
+        named_docs = (yield from self._named_documents(request, results[-1][-1], spans, periods)) if self._uses_documents() else []
         # The named documents' passages are read beside the first subgraph: no round trip of their own.
         passages = documents.passages(request, [doc for doc, _, _ in named_docs], config) if named_docs else None
         passage_rows: list[list[dict[str, Any]]] = []
@@ -231,10 +217,6 @@ def question_concepts(
         if weight > out.get(span.name, (0.0, n))[0]:
             out[span.name] = (weight, n)
     return out
-
-
-def _text_hits(rows: list[dict[str, Any]]) -> list[Hit]:
-    return sorted((Hit.of(row, "text") for row in rows), key=lambda h: -h.score)
 
 
 def _ranked_hits(sub: Subgraph, scores: np.ndarray, names: dict[str, tuple[float, int]]) -> list[Hit]:

@@ -118,12 +118,8 @@ class HybridRetriever(BaseRetriever):
         if self._uses_documents():
             early.append(documents.name_lookup(spans, periods, self.config.document_per_name, request))
         results = (yield Concurrently(tuple(early))) if early else []
-        text = yield Compute(partial(_hits, results[0][-1] if words else [], "text"), RANK)
-        named: list[tuple[str, float, str]] = []
-        if self._uses_documents():
-            total = yield from self._documents_in_store()
-            find = partial(documents.named_documents, request.query, results[-1][-1], spans, periods, total, self.config)
-            named = yield Compute(find, RANK)
+        text = yield Compute(partial(hits_of, results[0][-1] if words else [], "text"), RANK)
+        named = (yield from self._named_documents(request, results[-1][-1], spans, periods)) if self._uses_documents() else []
         passages = documents.passages(request, [doc for doc, _, _ in named], self.config) if named else None
         passage_rows: list[list[dict[str, Any]]] = []
         channels: dict[str, list[Hit]] = {}
@@ -145,6 +141,14 @@ class HybridRetriever(BaseRetriever):
             fetched = fetched if out["fetched"] and out["lowest"] >= self.config.threshold else 0
             candidates = grow(candidates, found, request.fetch, fetched)
         return channels
+
+    def _named_documents(
+        self, request: Request, rows: list[dict[str, Any]], spans: list[phrases.Span], periods: list[str]
+    ) -> Plan[list[tuple[str, float, str]]]:
+        """The documents the question names, from the name lookup's ``rows`` (``document_names.surql``)."""
+        total = yield from self._documents_in_store()
+        find = partial(documents.named_documents, request.query, rows, spans, periods, total, self.config)
+        return (yield Compute(find, RANK))
 
     def _knn_query(self, request: Request, chunk_total: int, candidates: int, exact: bool) -> Query:
         params = {
@@ -245,13 +249,14 @@ def _channel_hits(
 ) -> dict[str, list[Hit]]:
     """The channels' hits, best first: vector and concept from ``search_hybrid``'s rows, the BM25
     hits, and the named documents with their passages (when the question names any)."""
-    channels = {"vector": _hits(out["vector"], "vector"), "text": text, "concept": _hits(out["concepts"], "concept")}
+    channels = {"vector": hits_of(out["vector"], "vector"), "text": text, "concept": hits_of(out["concepts"], "concept")}
     if named:
         channels["document"] = documents.hits(named, passage_rows)
     return channels
 
 
-def _hits(rows: list[dict[str, Any]], channel: Channel) -> list[Hit]:
+def hits_of(rows: list[dict[str, Any]], channel: Channel) -> list[Hit]:
+    """A channel's hits from its rows, best first."""
     return sorted((Hit.of(row, channel) for row in rows), key=lambda h: -h.score)
 
 
