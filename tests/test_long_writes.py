@@ -154,8 +154,9 @@ def test_a_crash_part_way_leaves_chunks_no_reader_sees_and_the_next_run_removes_
     work = document("long.txt", 200, seed=2)
     writer = Writer(store, IngestSummary(), group_size=16, group_chunks=GROUP, vector_min_chunks=2)
     store.query("pending_write", {"doc": RecordID("document", "long.txt")})
+    counted: set[RecordID] = set()
     for part in list(slices(prepare(work, []), GROUP))[:2]:  # what a process killed after two slices leaves
-        writer._write([part], whole=False)
+        writer._write([part], counted)
     assert store.query_text("test: chunks", "RETURN count(SELECT id FROM chunk);")[-1] == 40 + 2 * GROUP
     assert chunks_shown(store, "long.txt") == [] and hydrated(store, work) == 0
 

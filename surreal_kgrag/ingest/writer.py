@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from ..db import SurrealStore
 from ..errors import QueryExecutionError, is_conflict
@@ -76,13 +77,14 @@ class Writer:
         doc_id = item.record["id"]
         created = 0
         committed = False
+        counted: set[Any] = set()  # the concepts the slices written so far mention
         self.store.query("pending_write", {"doc": doc_id})
         remove_stale(self.store, doc_id, self.group_chunks)  # what a crashed write of this document left
         try:
             for part in slices(item, self.group_chunks):
                 if stop():
                     break
-                created += self._retrying(partial(self._write, [part], whole=False))
+                created += self._retrying(partial(self._write, [part], counted))
                 self.store.query("pending_write", {"doc": doc_id})
             else:
                 self._retrying(partial(self._commit, item))
@@ -120,11 +122,14 @@ class Writer:
         self.summary.failures.append(LoadFailure(source=item.doc.source, reason=f"write failed: {message}"))
         self.on_written(1, 0)
 
-    def _write(self, group: list[PreparedDocument], *, whole: bool = True) -> int:
-        """One transaction; returns how many concepts it created. ``whole``: the group's documents
-        are complete, their rows are written and their stored chunks replaced; otherwise the group is
-        one slice of a document (no row, nothing replaced)."""
+    def _write(self, group: list[PreparedDocument], counted: set[Any] | None = None) -> int:
+        """One transaction; returns how many concepts it created. Without ``counted`` the group's
+        documents are complete: their rows are written and their stored chunks replaced. With it the
+        group is one slice of a document (no row, nothing replaced) and ``counted`` holds the
+        concepts its earlier slices mention; the slice's are added to it once written."""
         bridges = link(self.store, group, self.scope)  # adds forward bridges to the group's edges and concepts
+        whole = counted is None
+        first = [] if counted is None else _first_mentions(group, counted)
         mentions: dict[str, ConceptMention] = {}
         for item in group:
             for name, mention in item.concepts.items():
@@ -144,10 +149,13 @@ class Writer:
                 "document_names": [n for item in group for n in item.names] if whole else [],
                 "bridges": bridges,
                 "vector_min_chunks": self.vector_min_chunks,
+                "first_mentions": first,
                 **self.scope.params,
             },
             scope=self.scope,
         )[-1]
+        if counted is not None:
+            counted.update(mention["concept"] for mention in first)
         return created
 
     def _commit(self, item: PreparedDocument) -> int:
@@ -174,3 +182,14 @@ class Writer:
         self.summary.chunks += chunks
         self.summary.concepts += created
         self.on_written(len(group), chunks)
+
+
+def _first_mentions(group: list[PreparedDocument], counted: set[Any]) -> list[dict[str, Any]]:
+    """The concepts the group's edges mention that ``counted`` does not hold, with their ``own``
+    flag (the same on every edge of one document to one concept: a title or alias is its own)."""
+    first: dict[Any, bool] = {}
+    for item in group:
+        for edge in item.edges:
+            if edge["out"] not in counted:
+                first.setdefault(edge["out"], edge["own"])
+    return [{"concept": concept, "own": own} for concept, own in first.items()]
