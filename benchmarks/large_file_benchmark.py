@@ -152,6 +152,9 @@ def main() -> None:
             rate = lambda a, b: (b[2] - a[2]) / max(b[0] - a[0], 1e-9)  # noqa: E731
             print(f"chunks written per second: first third {rate(third[0], third[k]):.1f}, last third {rate(third[-k - 1], third[-1]):.1f}")
         print(f"peak RSS {peak:.0f} MB (sampled max {max((r for _, r, _ in samples), default=0):.0f} MB)")
+        child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        if child:  # IngestConfig.embedding_process: under 4 GB of memory the run starts none
+            print(f"peak RSS of the embedding child process {child:.0f} MB (it counts against a memory limit too)")
 
 
 if __name__ == "__main__":

@@ -67,6 +67,7 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         self.show_progress = bool(show_progress)
         self.local_files_only = bool(local_files_only)
         self._local: _LocalModel | None = None
+        self._by_name = isinstance(model, str)
         if isinstance(model, str):
             if not model.strip():
                 raise ConfigurationError("model name must not be empty")
@@ -81,6 +82,19 @@ class SentenceTransformerEmbedder(BaseEmbedder):
     @property
     def name(self) -> str:
         return self._name
+
+    def process_spec(self) -> dict[str, Any] | None:
+        """The arguments that load this model in another process (``embed.process``); None for
+        a model passed as an object, which another process cannot load."""
+        if not self._by_name:
+            return None
+        return {
+            "model": self._model_name,
+            "device": self.device,
+            "batch_size": self.batch_size,
+            "local_files_only": self.local_files_only,
+            "name": self._name,
+        }
 
     @property
     def model(self) -> SentenceTransformer:

@@ -65,3 +65,8 @@ class IngestConfig(BaseModel):
         "so a document reads back exactly as it was added",
     )
     show_progress: bool | None = Field(None, description="progress bar; None shows it when stderr is a terminal")
+    embedding_process: bool | None = Field(
+        None,
+        description="embed documents with a local model in a process of its own (surreal_kgrag.embed.process): "
+        "True at once, False never, None once a run has 512 texts to embed, where 4 GB of memory are available",
+    )

@@ -2,10 +2,12 @@
 
 load -> chunk -> extract concepts -> embed -> write hand batches to each other through bounded
 queues (``stages.StageLine``), so spaCy works on one batch while the embedder works on the previous
-one and the database writes the one before that (the models and the engine release the GIL), and
-memory stays flat whatever the corpus size. The concepts the writes queue for a vector are embedded
-meanwhile on one more thread (``concepts.VectorWorker``, the ``vectors`` stage); what the last writes
-queued is embedded after them, then the search indexes are maintained. Here too: change detection (a document whose stored
+one and the database writes the one before that, and memory stays flat whatever the corpus size. A
+long run embeds its documents in a child process (``embed.process``): spaCy's Python and the
+engine's queries hold the GIL, which the model's forward pass needs between operations. The
+concepts the writes queue for a vector are embedded meanwhile on one more thread
+(``concepts.VectorWorker``, the ``vectors`` stage); what the last writes queued is embedded after
+them, then the search indexes are maintained. Here too: change detection (a document whose stored
 content hash is unchanged is skipped, and a file's parts it no longer has are deleted), the
 progress bar and the stages' busy times, and cancellation (Ctrl-C or a cancelled ``aingest`` lets
 the transaction in progress finish and raises :class:`IngestInterrupted`).
@@ -26,6 +28,7 @@ from tqdm.auto import tqdm
 
 from ..db import SurrealStore
 from ..embed import Embedder
+from ..embed.process import ProcessEmbedding, in_child_process
 from ..extract import ConceptExtractor, MetadataConceptExtractor
 from ..ids import document_id
 from ..loaders import find_unstorable
@@ -128,6 +131,7 @@ class Run:
             scope=self.scope.compile(),
             on_written=self._written,
         )
+        self.embedder = in_child_process(self.embedder, self.config.embedding_process)
         self.vectors = VectorWorker(self.store, self.embedder, self.abort.is_set, lambda: self._timed("vectors"))
         try:
             with self.vectors.running() as vectors:
@@ -146,6 +150,8 @@ class Run:
             raise IngestInterrupted(self._finish()) from None  # the transaction in progress has finished
         finally:
             self.progress.close()
+            if isinstance(self.embedder, ProcessEmbedding):
+                self.embedder.close()
         return self._finish()
 
     def _finish(self) -> IngestSummary:

@@ -1,0 +1,261 @@
+"""A local model's document embedding in a process of its own, for long ingest runs.
+
+In one process, the model's forward pass waits for the GIL between operations, and during an ingest
+spaCy's Python and the embedded engine's queries hold it (the engine's blocking connection does not
+release it while a query runs). In a process of its own the model never waits for them: the 20 sec10q
+filings ingested in 271 s against 351 s in one process (same run of the same script, a quiet machine).
+
+The child is ``python -c`` running :func:`_serve`: it loads the same model (by name or folder,
+on the same device, with the same batch size) and answers lists of texts with their vectors over its
+stdin and stdout. Nothing of the caller's ``__main__`` runs in it, so a script without an
+``if __name__ == "__main__"`` guard is safe. The parent keeps its own copy of the model for
+questions, for the texts it embeds before the child is ready, and for every text after the child
+failed (logged once): an ingest never fails because the child did.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from typing import IO, Any
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+#: The child holds a second copy of the model and its working memory (about 0.5 GB for MiniLM), so
+#: ``auto`` starts it only where the machine, or the container's memory limit, has this much.
+MIN_MEMORY = 4 * 1024**3
+#: ``auto`` starts the child once a run has embedded this many texts: a short run would pay the
+#: child's start (a few seconds of CPU, importing torch and loading the model) and gain nothing.
+MIN_TEXTS = 512
+
+# The child's program: this module's _serve, and nothing of the caller's __main__. It imports what
+# the parent imported (PYTHONPATH is the parent's sys.path) and prints no progress bars.
+_CHILD = "import json, sys; from surreal_kgrag.embed.process import _serve; _serve(json.loads(sys.argv[1]))"
+_CHILD_ENV = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error", "TQDM_DISABLE": "1"}
+_HEADER = struct.Struct("<cI")  # a reply: its kind (b"R"eady, b"V"ectors, b"E"rror) and payload length
+_LENGTH = struct.Struct("<I")  # a request: the payload length (0: stop)
+
+
+class ProcessEmbedding:
+    """``embedder`` with its document embedding moved to a child process once the child is ready.
+
+    ``start``: ``"now"`` starts the child at once, ``"auto"`` after :data:`MIN_TEXTS` texts.
+    Everything but ``embed_documents`` is the parent's embedder. Use it as a context manager (or
+    call :meth:`close`): the child ends with it, and also when the parent dies (its stdin closes).
+    """
+
+    def __init__(self, embedder: Any, spec: dict[str, Any], start: str = "auto") -> None:
+        self._embedder = embedder
+        self._spec = spec
+        self._lock = threading.Lock()
+        self._child: subprocess.Popen[bytes] | None = None
+        self._ready = threading.Event()  # the child has loaded the model
+        self._settled = threading.Event()  # ... or failed to
+        self._failed = False
+        self._texts = 0
+        if start == "now":
+            self._start()
+
+    def __enter__(self) -> ProcessEmbedding:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def name(self) -> str:
+        return str(self._embedder.name)
+
+    @property
+    def dimension(self) -> int:
+        return int(self._embedder.dimension)
+
+    @property
+    def in_child(self) -> bool:
+        """Whether documents are embedded by the child now."""
+        return self._ready.is_set() and not self._failed
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embedder.embed_query(text)
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        return await self._embedder.aembed_query(text)
+
+    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        import asyncio
+
+        return await asyncio.to_thread(self.embed_documents, texts)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            self._texts += len(texts)
+            if self._child is None and not self._failed and self._texts >= MIN_TEXTS:
+                self._start()
+            if texts and self.in_child:
+                try:
+                    return self._ask(list(texts))
+                except (OSError, EOFError, ValueError, RuntimeError) as error:
+                    self._fail(error)
+        return self._embedder.embed_documents(texts)
+
+    def close(self) -> None:
+        with self._lock:
+            child, self._child = self._child, None
+            self._failed = True  # quietly: nothing goes to the child from now on
+        if child is None:
+            return
+        if not self._ready.is_set():  # still loading the model: nothing to finish
+            child.kill()
+            child.wait()
+            return
+        try:
+            assert child.stdin is not None
+            child.stdin.write(_LENGTH.pack(0))
+            child.stdin.close()
+            child.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            child.kill()
+            child.wait()
+
+    def _start(self) -> None:
+        try:
+            self._child = subprocess.Popen(
+                [sys.executable, "-c", _CHILD, json.dumps(self._spec)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env={**os.environ, **_CHILD_ENV, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+            )
+        except OSError as error:
+            self._fail(error)
+            return
+        threading.Thread(target=self._wait_ready, args=(self._child,), name="kgrag-embed-child", daemon=True).start()
+
+    def _wait_ready(self, child: subprocess.Popen[bytes]) -> None:
+        """Read the child's first reply (it loads the model meanwhile); documents go to it after."""
+        try:
+            kind, payload = _read_reply(child.stdout)
+        except (OSError, EOFError, ValueError) as error:
+            kind, payload = b"E", str(error).encode()
+        if kind == b"R":
+            self._ready.set()
+        else:
+            with self._lock:
+                self._fail(RuntimeError(payload.decode(errors="replace")))
+        self._settled.set()
+
+    def _ask(self, texts: list[str]) -> np.ndarray:
+        child = self._child
+        assert child is not None and child.stdin is not None
+        request = json.dumps(texts).encode()
+        child.stdin.write(_LENGTH.pack(len(request)) + request)
+        child.stdin.flush()
+        kind, payload = _read_reply(child.stdout)
+        if kind != b"V":
+            raise RuntimeError(payload.decode(errors="replace"))
+        vectors = np.frombuffer(payload, dtype=np.float32)
+        if vectors.size % len(texts):
+            raise ValueError(f"the child returned {vectors.size} floats for {len(texts)} texts")
+        return vectors.reshape(len(texts), -1).copy()
+
+    def _fail(self, error: BaseException) -> None:
+        """Embed in the parent from now on; stop the child (called with the lock held)."""
+        if not self._failed:
+            logger.warning("embedding in a child process failed (%s); embedding in this process from now on", error)
+        self._failed = True
+        child, self._child = self._child, None
+        if child is not None:
+            child.kill()
+            child.wait()
+
+
+def start_mode(embedder: Any, setting: bool | None) -> str | None:
+    """How a run uses a child for ``embedder``: ``"now"``, ``"auto"``, or None (not at all).
+
+    ``setting`` is ``IngestConfig.embedding_process``: True starts one at once, False never, None
+    (the default) once a run is long, where the memory is there (:data:`MIN_MEMORY`)."""
+    if setting is False or _spec_of(embedder) is None:
+        return None
+    if setting is True:
+        return "now"
+    return "auto" if available_memory() >= MIN_MEMORY else None
+
+
+def in_child_process(embedder: Any, setting: bool | None) -> Any:
+    """``embedder`` wrapped in a :class:`ProcessEmbedding` when :func:`start_mode` says so."""
+    mode = start_mode(embedder, setting)
+    spec = _spec_of(embedder)
+    return embedder if mode is None or spec is None else ProcessEmbedding(embedder, spec, mode)
+
+
+def available_memory() -> int:
+    """The memory this process may use: the machine's, or its cgroup's limit when that is lower."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as file:
+                limit = file.read().strip()
+        except OSError:
+            continue
+        if limit.isdigit():
+            total = min(total, int(limit))
+    return total
+
+
+def _spec_of(embedder: Any) -> dict[str, Any] | None:
+    spec = getattr(embedder, "process_spec", None)
+    return spec() if callable(spec) else None
+
+
+def _read_reply(stream: IO[bytes] | None) -> tuple[bytes, bytes]:
+    assert stream is not None
+    kind, length = _HEADER.unpack(_read_exactly(stream, _HEADER.size))
+    return kind, _read_exactly(stream, length)
+
+
+def _read_exactly(stream: IO[bytes], size: int) -> bytes:
+    data = stream.read(size)
+    if len(data) != size:
+        raise EOFError("the embedding child process exited")
+    return data
+
+
+def _serve(spec: dict[str, Any]) -> None:
+    """The child: load the model, say ready, then answer requests until told to stop or stdin closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it finishes its write, then closes us
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing a library prints may get into the replies
+
+    def reply(kind: bytes, payload: bytes) -> None:
+        stdout.write(_HEADER.pack(kind, len(payload)) + payload)
+        stdout.flush()
+
+    try:
+        from .local import SentenceTransformerEmbedder
+
+        embedder = SentenceTransformerEmbedder(**spec)
+        embedder.embed_documents(["ready"])
+    except Exception as error:  # reported to the parent, which embeds by itself
+        reply(b"E", f"{type(error).__name__}: {error}".encode())
+        return
+    reply(b"R", b"")
+    while True:
+        header = stdin.read(_LENGTH.size)
+        if len(header) < _LENGTH.size:
+            return
+        (length,) = _LENGTH.unpack(header)
+        if length == 0:
+            return
+        try:
+            texts = json.loads(stdin.read(length))
+            reply(b"V", np.ascontiguousarray(embedder.embed_documents(texts), dtype=np.float32).tobytes())
+        except Exception as error:
+            reply(b"E", f"{type(error).__name__}: {error}".encode())
