@@ -205,8 +205,12 @@ def in_child_process(embedder: Any, setting: bool | None) -> Any:
 
 
 def available_memory() -> int:
-    """The memory this process may use: the machine's, or its cgroup's limit when that is lower."""
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    """The memory this process may use: the machine's, or its cgroup's limit when that is lower;
+    0 where the platform does not say (no ``os.sysconf``: ``auto`` then starts no child)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 0
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
         try:
             with open(path) as file:
