@@ -3,7 +3,7 @@
 In one process, the model's forward pass waits for the GIL between operations, and during an ingest
 spaCy's Python and the embedded engine's queries hold it (the engine's blocking connection does not
 release it while a query runs). In a process of its own the model never waits for them: the 20 sec10q
-filings ingested in 271 s against 351 s in one process (same run of the same script, a quiet machine).
+filings ingested in 257.8 s against 351.5 s in one process (the same script, a quiet machine).
 
 The child is ``python -c`` running :func:`_serve`: it loads the same model (by name or folder,
 on the same device, with the same batch size) and answers lists of texts with their vectors over its
@@ -15,6 +15,7 @@ failed (logged once): an ingest never fails because the child did.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -99,8 +100,6 @@ class ProcessEmbedding:
         return await self._embedder.aembed_query(text)
 
     async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        import asyncio
-
         return await asyncio.to_thread(self.embed_documents, texts)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
