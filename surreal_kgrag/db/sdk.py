@@ -86,17 +86,12 @@ async def aquery(db: Handle, text: str, params: Mapping[str, Any]) -> dict[str, 
 
 
 def query(db: Handle, text: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The blocking twin of :func:`aquery`, for a server or the embedded engine (a bulk request to
-    the embedded engine takes the fast path)."""
-    if _FAST and is_bulk(params):
-        engine = sdk_fastpath.engine(db)
-        if engine is not None:
-            return sdk_fastpath.execute(engine, text, params)
+    """The blocking twin of :func:`aquery`, for a server or the embedded engine (a request to the
+    embedded engine takes the fast path)."""
+    engine = sdk_fastpath.engine(db) if _FAST else None
+    if engine is not None:
+        return sdk_fastpath.execute(engine, text, params)
     return dict(db.query_raw(text, plain(params)))
-
-
-def is_bulk(params: Mapping[str, Any]) -> bool:
-    return any(isinstance(value, list) and len(value) >= BULK_ROWS for value in params.values())
 
 
 def plain(value: Any) -> Any:

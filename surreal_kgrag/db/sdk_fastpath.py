@@ -1,20 +1,25 @@
-"""The one use of the ``surrealdb`` SDK's private internals, isolated here and kept for a measured
-reason: bulk writes to the embedded engine.
+"""The one use of the ``surrealdb`` SDK's private internals, isolated here and kept for measured
+reasons: requests to the embedded engine, encoded and decoded without the SDK's pure-Python CBOR.
 
-The SDK encodes parameters with a pure-Python CBOR encoder, and a record id goes through a chain of
-``isinstance`` checks. Measured by ``benchmarks/sdk_paths.py`` on the same workload (2 shared cores):
-encoding 500 chunk rows (a 384-dim vector and two record ids each) took 69 ms of CPU holding the GIL
-on the public path and 4.6 ms here; 1,000 edges 28 ms and 6.8 ms; end to end into ``mem://``, chunk
-rows went in at 976 rows/s on the public path and 1,344 here (edges and single queries: no
-difference, so they take the public path). Here a request is encoded
-by the SDK's own encoder class (so every other value means exactly what it means to the SDK),
-except that a float ``numpy.ndarray`` is written as one CBOR array of 32- or 64-bit floats built by
-numpy in one step and a ``RecordID`` is looked up by exact type; the bytes go straight to the
-embedded engine's ``execute``, as the SDK's own blocking embedded connection sends them.
+Encoding. The SDK encodes parameters with a pure-Python CBOR encoder, and a record id goes through a
+chain of ``isinstance`` checks. Measured by ``benchmarks/sdk_paths.py`` on the same workload (2
+shared cores): encoding 500 chunk rows (a 384-dim vector and two record ids each) took 69 ms of CPU
+holding the GIL on the public path and 4.6 ms here; 1,000 edges 28 ms and 6.8 ms. Here a request is
+encoded by the SDK's own encoder class (so every other value means exactly what it means to the
+SDK), except that a float ``numpy.ndarray`` is written as one CBOR array of 32- or 64-bit floats
+built by numpy in one step and a ``RecordID`` is looked up by exact type.
 
-Private names used (all of SDK 3.0.0b10): ``surrealdb.data.cbor._SurrealEncoder`` and its
-``_encoders`` table, ``surrealdb.connections.utils_mixin.mapped_engine_errors``, and the embedded
-connection's ``_db`` engine handle. ``available()`` says whether they are all there; when one is not,
+Decoding. The answer is decoded by ``cbor2``'s native decoder, each SurrealDB tag (record ids, NONE,
+datetimes, ...) handed to the SDK's own tag decoder, so every value comes back as the SDK's type.
+The graph mode's subgraph answer (about 34 KB) took 3.4 ms to decode with the SDK's pure-Python
+decoder and 0.2 ms here. One difference: a CBOR null (SurrealDB's NULL) is ``None`` here where the
+SDK returns its ``Null``; the package reads both as ``None`` (``surreal_kgrag.wire.without_nulls``).
+
+The bytes go straight to the embedded engine's ``execute``, as the SDK's own blocking embedded
+connection sends them. Private names used (all of SDK 3.0.0b10): ``surrealdb.data.cbor``'s
+``_SurrealEncoder`` and its ``_encoders`` table and ``tag_decoder``,
+``surrealdb.connections.utils_mixin.mapped_engine_errors``, and the embedded connection's ``_db``
+engine handle. ``available()`` says whether they are all there; when one is not,
 ``surreal_kgrag.db.sdk`` uses the public path (slower, same results) and
 ``tests/test_sdk_boundary.py`` fails, naming what moved.
 """
@@ -27,12 +32,13 @@ from datetime import timezone
 from io import BytesIO
 from typing import Any
 
+import cbor2
 import numpy as np
 
 try:  # private: see the module docstring
     from surrealdb import RecordID
     from surrealdb.connections.utils_mixin import mapped_engine_errors
-    from surrealdb.data.cbor import _SurrealEncoder, decode, default_encoder
+    from surrealdb.data.cbor import _SurrealEncoder, default_encoder, tag_decoder
     from surrealdb.data.types.constants import TAG_RECORD_ID
 
     _MISSING = ""
@@ -72,6 +78,26 @@ def execute(engine: Any, text: str, params: Mapping[str, Any]) -> dict[str, Any]
     SDK's ``query_raw`` returns it."""
     with mapped_engine_errors("query"):
         return decode(engine.execute(encode_query(text, params)))
+
+
+def decode(data: bytes) -> Any:
+    """A CBOR answer from the engine, SurrealDB's tags decoded by the SDK."""
+    return cbor2.loads(data, tag_hook=_surreal_tag)
+
+
+def _surreal_tag(*args: Any) -> Any:
+    # cbor2 5.x calls the hook with (decoder, tag), 6.x with (tag, immutable) and a tag's content
+    # decoded immutable (tuples, frozendicts): the SDK's decoder gets lists and dicts, as from its own.
+    tag = next(arg for arg in args if isinstance(arg, cbor2.CBORTag))
+    return tag_decoder(None, cbor2.CBORTag(tag.tag, _thawed(tag.value)))  # type: ignore[arg-type]
+
+
+def _thawed(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return [_thawed(item) for item in value]
+    if isinstance(value, Mapping) and not isinstance(value, dict):
+        return {key: _thawed(item) for key, item in value.items()}
+    return value
 
 
 def encode_query(text: str, params: Mapping[str, Any]) -> bytes:
