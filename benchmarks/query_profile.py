@@ -1,0 +1,145 @@
+"""Where a search's time goes, per mode: the parts of its wall-clock time and, inside the database
+part, each query file and each statement as the engine timed it.
+
+    .venv/bin/python benchmarks/query_profile.py ../shared/bench/hotpotqa --store-dir /work/kg-bench \\
+        [--modes chunk,concept,hybrid,graph] [--limit 100] [--json]
+
+It reads the store ``retrieval_benchmark.py`` built for the folder (``<store-dir>/<folder name>``; run
+that first) and answers each question once per mode, as a new question, on the embedded engine.
+Printed per mode: the p50 of the wall-clock time and of each part (``Timings``); per query file,
+its p50 as the client waits for it (encoding, the engine, decoding) beside the engine's own time
+for its statements; and the statements that take at least ``--min-ms`` at p50, numbered from 1 in
+their file (``LET`` statements included). The engine's time comes from the ``time`` it reports
+for each statement; the client's from a clock around the one function every query goes through
+(``surreal_kgrag.db.sdk.query``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from surreal_kgrag import SurrealStore
+from surreal_kgrag.db import sdk
+from surreal_kgrag.evaluate import find_eval_set
+from surreal_kgrag.retrieval import make_retriever
+
+_UNITS = {"ns": 1e-6, "µs": 1e-3, "us": 1e-3, "ms": 1.0, "s": 1000.0}
+_DURATION = re.compile(r"([\d.]+)(ns|µs|us|ms|s)")
+
+
+def engine_ms(duration: str) -> float:
+    """A statement's time as the engine reports it ("1.2ms", "830.5µs", "1m2s" never happens here)."""
+    return sum(float(value) * _UNITS[unit] for value, unit in _DURATION.findall(duration))
+
+
+class Recorder:
+    """Times every request sent through ``sdk.query`` while it is installed, by query file."""
+
+    def __init__(self, files: dict[str, str]) -> None:
+        self.files = files
+        self.calls: list[tuple[str, float, list[float]]] = []
+        self._query = sdk.query
+
+    def __enter__(self) -> Recorder:
+        def timed(db: Any, text: str, params: Any) -> dict[str, Any]:
+            start = time.perf_counter()
+            response = self._query(db, text, params)
+            wall = (time.perf_counter() - start) * 1000
+            statements = [engine_ms(str(s.get("time", "0ns"))) for s in response.get("result") or []]
+            first = text.split("\n", 1)[0]
+            self.calls.append((self.files.get(first, first[:40]), wall, statements))
+            return response
+
+        sdk.query = timed
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sdk.query = self._query
+
+
+def profile(store: SurrealStore, mode: str, questions: list[str], min_ms: float) -> dict[str, Any]:
+    retriever = make_retriever(mode, store)
+    for question in questions[:5]:  # warm: models loaded, catalogue read, counts cached
+        retriever.search(question, k=5)
+        retriever.forget(question)
+    parts: dict[str, list[float]] = defaultdict(list)
+    with Recorder(_files()) as recorder:
+        for question in questions:
+            timings = retriever.search(question, k=5).timings
+            parts["wall"].append(timings.wall_ms)
+            for part, ms in timings.parts().items():
+                parts[part].append(ms)
+    n = len(questions)
+    per_file: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for name, wall, statements in recorder.calls:
+        per_file[name]["client"].append(wall)
+        per_file[name]["engine"].append(sum(statements))
+        for i, ms in enumerate(statements, 1):
+            per_file[name][f"statement {i}"].append(ms)
+    files = {}
+    for name, series in sorted(per_file.items(), key=lambda item: -sum(item[1]["client"])):
+        calls = len(series["client"])
+        files[name] = {
+            "calls_per_search": calls / n,
+            "client_p50_ms": statistics.median(series["client"]),
+            "engine_p50_ms": statistics.median(series["engine"]),
+            "statements": {
+                key: statistics.median(values)
+                for key, values in series.items()
+                if key.startswith("statement") and statistics.median(values) >= min_ms
+            },
+        }
+    return {"mode": mode, "questions": n, "p50_ms": {part: statistics.median(values) for part, values in parts.items()}, "files": files}
+
+
+def _files() -> dict[str, str]:
+    """Query files by their first line, which rendering keeps: a request is named by it."""
+    names: dict[str, str] = {}
+    for path in sorted((Path(__file__).resolve().parents[1] / "surql").glob("*.surql")):
+        names.setdefault(path.read_text().split("\n", 1)[0], path.stem)
+    return names
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path, help="a benchmark folder retrieval_benchmark.py has ingested")
+    parser.add_argument("--store-dir", type=Path, default=Path("/tmp/surreal-kgrag-bench"))
+    parser.add_argument("--modes", default="chunk,concept,hybrid,graph")
+    parser.add_argument("--limit", type=int, default=100, help="first N questions")
+    parser.add_argument("--min-ms", type=float, default=0.5, help="list statements from this p50 on")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    store_path = args.store_dir / args.folder.resolve().name
+    if not store_path.exists():
+        print(f"no store at {store_path}: run benchmarks/retrieval_benchmark.py {args.folder} --store-dir {args.store_dir} first")
+        return 2
+    questions = [query.question for query in find_eval_set(args.folder).queries[: args.limit]]
+    with SurrealStore(f"surrealkv://{store_path}") as store:
+        reports = [profile(store, mode, questions, args.min_ms) for mode in args.modes.split(",")]
+    if args.json:
+        json.dump(reports, sys.stdout, indent=2)
+        print()
+        return 0
+    for report in reports:
+        p50 = report["p50_ms"]
+        parts = ", ".join(f"{part} {ms:.1f}" for part, ms in p50.items() if part != "wall" and ms >= 0.05)
+        print(f"{report['mode']}: wall p50 {p50['wall']:.1f} ms ({parts}; {report['questions']} questions)")
+        for name, row in report["files"].items():
+            statements = ", ".join(f"{key.split()[1]}: {ms:.1f}" for key, ms in row["statements"].items())
+            print(
+                f"  {name:28s} {row['calls_per_search']:4.2f} a search   client p50 {row['client_p50_ms']:5.1f} ms"
+                f"   engine p50 {row['engine_p50_ms']:5.1f} ms   {statements}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
