@@ -307,13 +307,19 @@ def test_bm25_leaves_out_words_found_in_many_chunks(retrievers):
     assert _text_channel_documents(retrievers("hybrid", text_max_df=1.0, text_max_matches=2), question) == {"vistula"}
 
 
-def test_bm25_keeps_the_rarest_word_and_drops_unknown_ones(retrievers):
+def test_bm25_keeps_the_rarest_word_within_its_budget_and_drops_unknown_ones(retrievers):
     strict = retrievers("hybrid", text_max_df=0.1)
     # Every word is common: the rarest one is still searched.
     assert _text_channel_documents(strict, "Poland?") == {"warsaw", "polonium", "vistula", "krakow", "baltic"}
     # A word no chunk holds does not count as the rarest one.
     assert _text_channel_documents(strict, "Zzyzx flows through Poland") == {"vistula"}
     assert _text_channel_documents(strict, "Zzyzx qwertyuiop") == set()
+    # ... but never above the match budget: "poland" is in 5 chunks, so a budget of 4 searches nothing
+    # (a question of common words must not cost a scan of a large store's postings).
+    assert _text_channel_documents(retrievers("hybrid", text_max_df=0.1, text_max_matches=4), "Poland?") == set()
+    assert _text_channel_documents(retrievers("hybrid", text_max_df=0.1, text_max_matches=5), "Poland?") == {
+        "warsaw", "polonium", "vistula", "krakow", "baltic"
+    }
 
 
 @pytest.mark.parametrize("mode", ["chunk", "hybrid"])
