@@ -59,6 +59,11 @@ class HybridConfig(RetrieverConfig):
         600, ge=1,
         description="BM25 takes words rarest first until their chunk counts add up to this: bounds its cost",
     )
+    concept_max_chunks: int = Field(
+        1000, ge=1,
+        description="concept channel: a concept the question names that more chunks mention is left out (reading its "
+        "edges costs about 8 microseconds each, and they grow with the store)",
+    )
     chunks_per_document: int = Field(3, ge=1, description="chunks kept per fused document")
     document_per_name: int = Field(
         100, ge=2, le=10_000,

@@ -157,6 +157,7 @@ class HybridRetriever(BaseRetriever):
             "threshold": self.config.threshold,
             "concept_ids": [RecordID("concept", name) for name in request.concepts],
             "chunk_total": chunk_total,
+            "max_chunks": self.config.concept_max_chunks,
             "filtered": bool(request.filter.condition),
             **request.filter.params,
         }
