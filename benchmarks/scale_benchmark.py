@@ -452,6 +452,8 @@ def chart(results: list[SizeFigures], path: Path, log: Callable[[str], None] = p
         ax.legend(fontsize=8)
     for ax in axes.flat:
         ax.set_xlabel("chunks", fontsize=8)
+        ax.set_xticks(sizes, [f"{size:,}" for size in sizes], fontsize=8)  # the sizes measured, not log-scale minor ticks
+        ax.minorticks_off()
     fig.suptitle("surreal-kgrag on the embedded engine: figures against store size")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
