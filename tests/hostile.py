@@ -66,7 +66,7 @@ def storable(value: Any) -> bool:
 
 
 def same(stored: Any, given: Any) -> bool:
-    """Equal as values, NaN equal to NaN (``stored`` as the SDK returns it: a stored null is ``Null``)."""
+    """Equal as values, NaN equal to NaN (a stored null reads as ``None``, or as ``Null`` over the SDK's public path)."""
     if stored is Null:
         stored = None
     if isinstance(given, float) and isinstance(stored, (int, float)) and not isinstance(stored, bool):

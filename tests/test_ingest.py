@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from surrealdb import Null, RecordID
+from surrealdb import RecordID
 
 from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore, get_stats
 from surreal_kgrag.chunking import SentenceChunker
@@ -133,15 +133,15 @@ def test_delete_removes_document_chunks_edges_and_orphans(ingestor, store):
 def test_hostile_strings_are_stored_verbatim(ingestor, store):
     hostile_title = "Robert'); REMOVE TABLE chunk; -- ⟨$x⟩ `y` \"z\""
     hostile_text = "SELECT * FROM document; DELETE chunk; $embedding <|1,1|> {{k}} — Ünïcode 🚀 says hello to Paris."
-    metadata = {"author": "x'; REMOVE TABLE document; --", "nested": {"$where": "1=1", "list": ["a", None, 3]}}
+    metadata = {"author": "x'; REMOVE TABLE document; --", "editor": None, "nested": {"$where": "1=1", "list": ["a", None, 3]}}
     doc = SourceDocument(key="evil'; DELETE document; --", text=hostile_text, title=hostile_title, source="test",
                          metadata=metadata)
     summary = ingestor.ingest([doc])
     assert summary.added == 1, summary.failures
     stored = _document(store, doc.key)
     assert stored["title"] == hostile_title
-    # a raw row carries a stored null as the SDK's Null (the retrievers' results turn it into None)
-    assert stored["metadata"] == {**metadata, "nested": {"$where": "1=1", "list": ["a", Null, 3]}}
+    # the null is stored (as SurrealDB's NULL, not dropped as NONE would be) and reads back as None
+    assert stored["metadata"] == metadata and "editor" in stored["metadata"]  # a NONE field would be gone
     assert stored["chunks"][0]["content"] == hostile_text
     assert _counts(store)[:2] == (1, 1)  # nothing was executed
 
