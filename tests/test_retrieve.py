@@ -322,6 +322,17 @@ def test_bm25_keeps_the_rarest_word_within_its_budget_and_drops_unknown_ones(ret
     }
 
 
+def test_hybrid_concept_channel_leaves_out_concepts_in_more_chunks_than_its_bound(retrievers):
+    # "poland" is mentioned by 5 chunks, "polonium" by fewer: a bound of 4 walks polonium's chunks only.
+    def concepts(**config):
+        result = retrievers("hybrid", **config).search("Is Polonium named after Poland?", k=10)
+        return {p.concept.id for d in result.documents for p in d.provenance if p.channel == "concept" and p.concept}
+
+    assert {"poland", "polonium"} <= concepts(concept_max_chunks=5)
+    bounded = concepts(concept_max_chunks=4)
+    assert "polonium" in bounded and "poland" not in bounded
+
+
 @pytest.mark.parametrize("mode", ["chunk", "hybrid"])
 async def test_reranker_sees_the_pool_and_k_is_cut(store, minilm, retrievers, mode):
     from surreal_kgrag import MMRReranker
