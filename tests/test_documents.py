@@ -111,9 +111,9 @@ def test_a_named_document_comes_with_the_passage_that_answers_not_its_first_chun
 
 
 def test_a_named_documents_passages_are_its_nearest_chunks_from_the_pool_or_from_a_scan(store, minilm):
-    """The passage query takes a document's best chunks from the store-wide pool of nearest chunks
-    (a document's chunks there are its best ones) and scans the chunks of a document with none
-    there: a pool larger than the store gives every document its exact best three; a pool of 1
+    """A named document's passages (fragments/named_passages.surql, read with a search's KNN) are
+    its best chunks from the store-wide pool of nearest chunks (a document's chunks there are its
+    best ones), or a scan of its chunks when it has none there: a pool larger than the store gives every document its exact best three; a pool of 1
     gives the document of the nearest chunk that chunk alone and scans the others; a pool in
     between gives each document a prefix of its best three."""
     vector = minilm.embed_query("What were Zenith Robotics' net sales of warehouse robots in Q2 2023?")
@@ -121,8 +121,13 @@ def test_a_named_documents_passages_are_its_nearest_chunks_from_the_pool_or_from
     assert len(docs) == 12
 
     def passages(pool: int) -> dict[str, list[str]]:
-        params = {"docs": docs, "embedding": vector, "per_doc": 3}
-        rows = store.query("document_passages", params, candidates=pool, ef=max(80, pool), filter=_no_filter())[-1]
+        params = {
+            "docs": docs, "embedding": vector, "per_doc": 3, "k": 1, "exact": False, "threshold": 0.0,
+            "concept_ids": [], "chunk_total": 1, "max_chunks": 1000, "filtered": False,
+        }
+        out = store.query("search_hybrid", params, candidates=pool, ef=max(80, pool), filter=_no_filter())[-1]
+        assert out["fetched"] == 1  # the search's own pool is cut to its k
+        rows = out["passages"]
         assert len(rows) == len(docs)
         return {str(doc.id): [str(row["chunk"].id) for row in found] for doc, found in zip(docs, rows)}
 

@@ -15,10 +15,11 @@ short titled passages it cost the graph mode 2.6 points of recall@5 on MuSiQue, 
 distractor passages by title on purpose.
 
 The channel's hits are each named document's best passages for the question
-(``document_passages.surql``), so a long document enters the ranking with the chunks that answer,
-not its first ones. They are taken from the ``document_passage_pool`` chunks nearest to the question
-in the store, where a document's chunks are its best ones, and by exact cosine over the document's
-own chunks when it has none there, which costs in proportion to its length. The modes fuse the channel with
+(``fragments/named_passages.surql``), so a long document enters the ranking with the chunks that
+answer, not its first ones. They are taken from the ``document_passage_pool`` chunks nearest to the
+question in the store, where a document's chunks are its best ones, and by exact cosine over the
+document's own chunks when it has none there, which costs in proportion to its length. That pool is
+the search's own KNN, raised to the pool's size: one KNN, not two. The modes fuse the channel with
 their others (weight ``weights["document"]``).
 """
 
@@ -29,7 +30,6 @@ from collections import defaultdict
 from typing import Any
 
 from .. import identity, phrases
-from ..db import checked_int
 from ..db.sdk import RecordID
 from .fusion import Hit
 from .plan import Query
@@ -85,16 +85,12 @@ def scores(
     return [(doc, score[doc], dates[doc]) for doc in ranked]
 
 
-def passages(request: Any, docs: list[str], config: Any) -> Query:
-    params = {
-        "docs": [RecordID("document", doc) for doc in docs],
-        "embedding": request.vector,
-        "per_doc": config.chunks_per_document,
-        **request.filter.params,
-    }
-    pool = checked_int("candidates", config.document_passage_pool)
-    placeholders = {"candidates": pool, "ef": checked_int("ef", max(config.ef, pool)), "filter": request.filter}
-    return Query("document_passages", params, placeholders)
+def passages(docs: list[str], config: Any, candidates: int) -> tuple[dict[str, Any], int]:
+    """The params of the named documents' passages, read with a search's KNN
+    (``fragments/named_passages.surql``), and the size of that KNN: the search's own
+    ``candidates``, raised to ``document_passage_pool`` when there are documents to read."""
+    params = {"docs": [RecordID("document", doc) for doc in docs], "per_doc": config.chunks_per_document, "k": candidates}
+    return params, max(candidates, config.document_passage_pool) if docs else candidates
 
 
 def hits(named: list[tuple[str, float, str]], passage_rows: list[list[dict[str, Any]]]) -> list[Hit]:

@@ -69,21 +69,19 @@ class GraphRetriever(HybridRetriever):
         names = yield Compute(partial(self._names, spans, results[0][-1], chunk_total), ANALYZE)
         text = yield Compute(partial(hits_of, results[1][-1] if words else [], "text"), RANK)
         named_docs = (yield from self._named_documents(request, results[-1][-1], spans, periods)) if self._uses_documents() else []
-        # The named documents' passages are read beside the first subgraph: no round trip of their own.
-        passages = documents.passages(request, [doc for doc, _, _ in named_docs], config) if named_docs else None
+        # The named documents' passages come from the first subgraph's KNN: no query of their own.
+        unread = [doc for doc, _, _ in named_docs]
         passage_rows: list[list[dict[str, Any]]] = []
         exact = False
         while candidates is not None:
-            query = yield from self._subgraph(request, names, text, candidates, exact)
-            if passages is not None:
-                first, read = yield Concurrently((query, passages))
-                out, passage_rows, passages = first[-1], read[-1], None
-            else:
-                out = (yield query)[-1]
+            query = yield from self._subgraph(request, names, text, candidates, exact, unread)
+            out = listed((yield query)[-1], config)
             fetched = len(out["knn"])
             if not exact and exact_instead(request, fetched, candidates):
                 exact = True
                 continue
+            if unread:
+                passage_rows, unread = out["passages"], []
             sub = yield Compute(partial(assemble, out, [(hit.chunk, hit.doc) for hit in text]), RANK)
             found = len(set(sub.docs))
             candidates = grow(candidates, found, request.fetch, fetched if exact else pool_used(request, fetched, candidates))
@@ -118,10 +116,11 @@ class GraphRetriever(HybridRetriever):
         return question_concepts(spans, rows, chunk_total, self.config)
 
     def _subgraph(
-        self, request: Request, names: dict[str, tuple[float, int]], text: list[Hit], candidates: int, exact: bool
+        self, request: Request, names: dict[str, tuple[float, int]], text: list[Hit], candidates: int, exact: bool, docs: list[str]
     ) -> Plan[Query]:
         """The query of the subgraph around the seeds: from the adjacency lists for a caller who may
-        read the whole store, from the edges (each checked against the scope) for any other."""
+        read the whole store, from the edges (each checked against the scope) for any other; with
+        the passages of the named documents ``docs``."""
         config = self.config
         lists = yield from self._adjacency_lists()
         named = [name for name, (_, n) in names.items() if n <= config.max_df]
@@ -132,7 +131,9 @@ class GraphRetriever(HybridRetriever):
             "max_df": config.max_df,
             "hop2": config.hop2,
         }
-        placeholders = self._knn_placeholders(request, candidates)
+        passages, size = documents.passages(docs, config, candidates)
+        params |= passages
+        placeholders = self._knn_placeholders(request, size)
         if lists and not request.filter.condition:
             params |= {"named": [RecordID("concept_chunks", name) for name in named], "text_chunks": [hit.chunk for hit in text]}
             return Query("graph_subgraph", params, placeholders)
@@ -191,6 +192,28 @@ class GraphRetriever(HybridRetriever):
         )
         scores = personalized_pagerank(sub, rarity, concept_reset, chunk_reset, settings)
         return _ranked_hits(sub, scores, names)
+
+
+def listed(out: dict[str, Any], config: GraphConfig) -> dict[str, Any]:
+    """``graph_subgraph.surql``'s answer with its seeds and counts as the rows the walk reads
+    (``[chunk, concepts, own, np]``; ``[concept, n, chunks]``, chunks only for a concept the walk
+    goes through): the query reads the lists by key and sends the keys beside them."""
+    seeds, counts = out.get("seeds"), out.get("counts")
+    if not isinstance(seeds, dict) or not isinstance(counts, dict):
+        return out  # graph_subgraph_scoped.surql's rows
+    hop = config.hop2
+    return out | {
+        "seeds": [
+            [key, row["concepts"], row.get("own") or [], row.get("np") or []]
+            for key, row in zip(seeds["keys"], seeds["lists"])
+            if row and row.get("concepts") is not None
+        ],
+        "counts": [
+            [key, row["n"], row.get("chunks") if hop and 2 <= row["n"] <= config.max_df else None]
+            for key, row in zip(counts["keys"], counts["lists"])
+            if row and row.get("n") is not None
+        ],
+    }
 
 
 def question_concepts(

@@ -120,20 +120,17 @@ class HybridRetriever(BaseRetriever):
         results = (yield Concurrently(tuple(early))) if early else []
         text = yield Compute(partial(hits_of, results[0][-1] if words else [], "text"), RANK)
         named = (yield from self._named_documents(request, results[-1][-1], spans, periods)) if self._uses_documents() else []
-        passages = documents.passages(request, [doc for doc, _, _ in named], self.config) if named else None
+        unread = [doc for doc, _, _ in named]  # their passages come from the first pool's KNN
         passage_rows: list[list[dict[str, Any]]] = []
         channels: dict[str, list[Hit]] = {}
         exact = False
         while candidates is not None:
-            query = self._knn_query(request, chunk_total, candidates, exact)
-            if passages is not None:  # read once, beside the first pool
-                first, read = yield Concurrently((query, passages))
-                out, passage_rows, passages = first[-1], read[-1], None
-            else:
-                out = (yield query)[-1]
+            out = (yield self._knn_query(request, chunk_total, candidates, exact, unread))[-1]
             if not exact and exact_instead(request, out["fetched"], candidates):
                 exact = True
                 continue
+            if unread:
+                passage_rows, unread = out["passages"], []
             channels = yield Compute(partial(_channel_hits, out, text, named, passage_rows), RANK)
             found = len({hit.doc for hits in channels.values() for hit in hits})
             # Vectors below the threshold mean every further one is too: a larger pool adds nothing.
@@ -150,8 +147,10 @@ class HybridRetriever(BaseRetriever):
         find = partial(documents.named_documents, request.query, rows, spans, periods, total, self.config)
         return (yield Compute(find, RANK))
 
-    def _knn_query(self, request: Request, chunk_total: int, candidates: int, exact: bool) -> Query:
+    def _knn_query(self, request: Request, chunk_total: int, candidates: int, exact: bool, docs: list[str]) -> Query:
+        passages, size = documents.passages(docs, self.config, candidates)
         params = {
+            **passages,
             "exact": exact,
             "embedding": request.vector,
             "threshold": self.config.threshold,
@@ -161,7 +160,7 @@ class HybridRetriever(BaseRetriever):
             "filtered": bool(request.filter.condition),
             **request.filter.params,
         }
-        return Query("search_hybrid", params, self._knn_placeholders(request, candidates))
+        return Query("search_hybrid", params, self._knn_placeholders(request, size))
 
     def _text_query(self, request: Request, words: list[str], chunk_total: int, candidates: int) -> Query:
         params = {
