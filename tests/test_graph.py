@@ -105,6 +105,35 @@ def test_bridges_are_found_in_either_ingest_order_by_phrase_matching(minilm, ord
         assert concept["titled"] is True and concept["n"] == chunks + 1  # its own chunks and the bridge
 
 
+CITY = [
+    (f"town{i}", f"Town {i}", f"Town {i} is a city on the river. The city has a market and a harbour.") for i in range(6)
+] + [
+    ("guide", "Travel Guide", "Visitors to Old Mill Quarter admire its cobbled lanes. Mill quarter maps are sold here."),
+    ("walks", "City Walks", "The walk passes the Old Mill Quarter City gate and ends at the river."),
+]
+
+
+def test_reverse_bridge_search_names_the_three_rarest_words_of_a_title(minilm):
+    """A new title's stored mentions are searched by its three rarest words (a common word's postings
+    grow with the store), the phrase checked after: a chunk with those words but not the common
+    "city" is a candidate; a title with a word no chunk has searches nothing; and the bridge from
+    the chunk that names the whole title is still found."""
+    extractor = CallableConceptExtractor(_no_concepts)
+    with SurrealStore("mem://") as store:
+        _ingest(store, minilm, extractor, _docs(CITY))
+
+        def candidates(title: str) -> set[str]:
+            names = [{"id": RecordID("concept", title.lower()), "words": title.split()}]
+            found = store.query("title_mentions", {"names": names, "doc_ids": [], "limit": 50}, scope=NO_FILTER)[-1]
+            return {str(hit["doc"].id) for hit in found[0]["hits"]}
+
+        assert candidates("Old Mill Quarter City") == {"guide", "walks"}  # "guide" lacks "city"
+        assert candidates("Old Mill Quarter Zeppelin") == set()  # no chunk has "zeppelin"
+        _ingest(store, minilm, extractor, _docs([("omqc", "Old Mill Quarter City", "A district of old mills by the river.")]))
+        bridged = {doc for doc, concept, own in _edges(store) if concept == "old mill quarter city" and not own}
+        assert bridged == {"walks"}
+
+
 def test_both_orders_and_one_run_give_the_same_graph(minilm, spacy_extractor):
     graphs = []
     for runs in ([NOVEL[:1], NOVEL[1:]], [NOVEL[1:], NOVEL[:1]], [NOVEL]):

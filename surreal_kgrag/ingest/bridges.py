@@ -74,7 +74,7 @@ def _forward(item: PreparedDocument, chunk_spans: list[list[phrases.Span]], titl
 def _reverse(store: SurrealStore, group: list[PreparedDocument], fresh: list[str], scope: CompiledFilter) -> list[dict[str, Any]]:
     display = {name: item.concepts[name].display for item in group for name in item.own_names}
     params = {
-        "names": [{"id": concept_id(name), "text": display[name]} for name in fresh],
+        "names": [{"id": concept_id(name), "words": display[name].split()} for name in fresh],
         "doc_ids": [document_id(item.doc.key) for item in group],
         "limit": REVERSE_LIMIT,
         **scope.params,
