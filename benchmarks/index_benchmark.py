@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from surreal_kgrag import make_retriever
+from surreal_kgrag.db.sdk import RecordID
 from surreal_kgrag.embed import resolve_embedder
 from surreal_kgrag.indexes import IndexSettings
 from surreal_kgrag.ingest import IngestConfig
@@ -56,9 +57,10 @@ def export(url: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def _with_vector(concept: dict[str, Any]) -> dict[str, Any]:
-    """A concept row as float32; one without a vector (IngestConfig.concept_vector_min_chunks) has no field."""
+    """A concept row, its vector as float32 apart (written to concept_vector after the row); one
+    without a vector (IngestConfig.concept_vector_min_chunks) has none."""
     vector = concept.pop("embedding", None)
-    return concept if vector is None else {**concept, "embedding": np.asarray(vector, dtype=np.float32)}
+    return concept if vector is None else {**concept, "vector": np.asarray(vector, dtype=np.float32)}
 
 
 def load(store: SurrealStore, rows: list[dict[str, Any]], settings: IndexSettings) -> dict[str, float]:
@@ -77,14 +79,19 @@ def load(store: SurrealStore, rows: list[dict[str, Any]], settings: IndexSetting
         store.query("write_documents", {
             "doc_ids": [row["document"]["id"] for row in group],
             "documents": [row["document"] for row in group],
-            "concepts": list(concepts.values()),
+            "concepts": [{k: v for k, v in c.items() if k != "vector"} for c in concepts.values()],
             "chunks": [c for row in group for c in row["chunks"]],
             "texts": [x for row in group for x in row["texts"]],
             "edges": [e for row in group for e in row["edges"]],
             "vector_min_chunks": VECTOR_MIN_CHUNKS,
         }, scope=NO_FILTER)
         vectors["chunks"] += sum(len(row["chunks"]) for row in group)
-        vectors["concepts"] += sum(1 for c, row in concepts.items() if c not in seen and "embedding" in row)
+        fresh = [(c, row["vector"]) for c, row in concepts.items() if c not in seen and "vector" in row]
+        store.query("concept_vectors_write", {
+            "vectors": [{"concept": c, "embedding": vector} for c, vector in fresh],
+            "queued": [RecordID("concept_vector_queue", c.id) for c, _ in fresh],
+        })
+        vectors["concepts"] += len(fresh)
         seen.update(concepts)
     write = time.perf_counter() - t
     t = time.perf_counter()

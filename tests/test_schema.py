@@ -17,7 +17,7 @@ from surreal_kgrag.surql import NO_FILTER
 def _definitions(store: SurrealStore) -> dict:
     """Every DEFINE statement in the database, keyed by table."""
     db_info, *tables = store.query("schema_info")
-    return {"db": db_info, "tables": dict(zip(["document", "chunk", "chunk_text", "concept", "MENTIONS_CONCEPT"], tables))}
+    return {"db": db_info, "tables": dict(zip(["document", "chunk", "chunk_text", "concept", "MENTIONS_CONCEPT", "concept_vector"], tables))}
 
 
 def test_schema_is_idempotent():
@@ -27,7 +27,7 @@ def test_schema_is_idempotent():
         ensure_schema(store, dimension=8, embedder="e")
         ensure_schema(store, dimension=8, embedder="e")
         assert _definitions(store) == first
-        assert set(first["db"]["tables"]) == {"document", "chunk", "chunk_text", "term", "concept", "concept_chunks", "chunk_concepts", "concept_vector_queue", "MENTIONS_CONCEPT", "RELATES_TO", "kg_meta", "document_name", "pending_write", "concept_title"}
+        assert set(first["db"]["tables"]) == {"document", "chunk", "chunk_text", "term", "concept", "concept_chunks", "chunk_concepts", "concept_vector", "concept_vector_queue", "MENTIONS_CONCEPT", "RELATES_TO", "kg_meta", "document_name", "pending_write", "concept_title"}
 
 
 def test_schema_declares_the_documented_indexes():
@@ -37,7 +37,8 @@ def test_schema_declares_the_documented_indexes():
         chunk_indexes = tables["chunk"]["indexes"]
         assert re.search(r"HNSW DIMENSION 8 DIST COSINE TYPE F32 EFC 64 M 8", chunk_indexes["chunk_embedding"])
         assert "FULLTEXT ANALYZER kg_english BM25(1.2,0.75)" in tables["chunk_text"]["indexes"]["chunk_text_search"]
-        assert "HNSW DIMENSION 8" in tables["concept"]["indexes"]["concept_embedding"]
+        assert "HNSW DIMENSION 8" in tables["concept_vector"]["indexes"]["concept_embedding"]
+        assert "embedding" not in tables["concept"]["fields"] and not tables["concept"]["indexes"].get("concept_embedding")
         assert "FIELDS in, out UNIQUE" in tables["MENTIONS_CONCEPT"]["indexes"]["mentions_pair"]
         assert "TYPE RELATION IN chunk OUT concept" in _definitions(store)["db"]["tables"]["MENTIONS_CONCEPT"]
 
@@ -49,8 +50,7 @@ def test_relation_pair_is_unique_and_embedding_dimension_enforced():
                "content_hash": "h", "metadata": {}, "access": [], "chunk_count": 1}
         chunk = {"id": RecordID("chunk", "d::h::00000"), "doc": RecordID("document", "d"), "index": 0, "content": "c",
                  "char_start": 0, "char_end": 1, "access": [], "embedding": [1.0, 0.0]}
-        concept = {"id": RecordID("concept", "c"), "name": "c", "display": "C", "kind": "X", "aliases": [],
-                   "embedding": [0.0, 1.0]}
+        concept = {"id": RecordID("concept", "c"), "name": "c", "display": "C", "kind": "X", "aliases": []}
         edge = {"in": chunk["id"], "out": concept["id"], "doc": doc["id"], "count": 1}
         text = {"id": RecordID("chunk_text", "d::h::00000"), "chunk": chunk["id"], "doc": doc["id"], "access": [], "text": "c"}
         params = {"doc_ids": [doc["id"]], "documents": [doc], "concepts": [concept],
@@ -119,7 +119,7 @@ def test_store_from_before_the_graph_schema_asks_for_a_new_ingest(version):
         store.query("store_meta_write", {"meta": {"dimension": 4, "embedder": "e", "schema_version": version}})
         with pytest.raises(SchemaMismatchError, match=f"store schema {version}.*Ingest your documents again"):
             ensure_schema(store, dimension=4, embedder="e")
-    assert SCHEMA_VERSION == 8
+    assert SCHEMA_VERSION == 9
 
 
 def test_a_schema_4_store_gains_its_concept_chunk_counts_in_place(minilm, spacy_extractor):
@@ -133,7 +133,7 @@ def test_a_schema_4_store_gains_its_concept_chunk_counts_in_place(minilm, spacy_
         store.query("store_meta_write", {"meta": {**meta, "schema_version": 4}})
         store.query_text("test: as schema 4", "REMOVE TABLE concept_chunks;")
         ensure_schema(store, dimension=minilm.dimension, embedder=minilm.name)
-        assert store.query("store_meta")[-1]["schema_version"] == SCHEMA_VERSION  # 4 -> 5 -> 6 -> 7 -> 8
+        assert store.query("store_meta")[-1]["schema_version"] == SCHEMA_VERSION  # 4 -> 5 -> 6 -> 7 -> 8 -> 9
         assert dict(store.query("concept_chunk_counts")[-1]) == counts
 
 
@@ -153,6 +153,44 @@ def test_a_schema_5_store_takes_concepts_without_vectors_after_migrating(minilm,
         assert summary.added == 1 and store.query("store_meta")[-1]["schema_version"] == SCHEMA_VERSION
         vectors = {row["name"]: row.get("embedding") for row in store.query("concept_vectors")[-1]}
         assert vectors["grace hopper"] is None and vectors["charles babbage"] is not None
+
+
+def test_a_schema_8_store_moves_its_concept_vectors_into_rows_of_their_own(minilm, spacy_extractor):
+    """Schema 9 keeps a concept's vector in a concept_vector row (a count or flag change no longer
+    rewrites it): a store written with the vectors in the concept rows, indexed there, gets the same
+    vectors in their own rows on open, the index with them, and nothing left on `concept`."""
+    texts = [
+        "Ada Lovelace wrote to Charles Babbage about the Analytical Engine.",
+        "Charles Babbage built the Difference Engine in London.",
+        "Ada Lovelace published notes on the Analytical Engine in London.",
+    ]
+    with SurrealStore("mem://") as store:
+        Ingestor(store, embedder=minilm, extractor=spacy_extractor).ingest_texts(texts, ids=["a", "b", "c"])
+        before = {row["name"]: row["embedding"] for row in store.query("concept_vectors")[-1] if row.get("embedding")}
+        assert {"charles babbage", "london", "analytical engine"} <= set(before)
+        live = store.index_states()["concept"].name
+        store.query_text("test: as schema 8", f"""
+            DEFINE FIELD embedding ON concept TYPE option<array>;
+            UPDATE concept SET embedding = type::record('concept_vector', record::id(id)).embedding;
+            DELETE concept_vector;
+            REMOVE INDEX {live} ON concept_vector;
+            DEFINE INDEX {live} ON concept FIELDS embedding HNSW DIMENSION {minilm.dimension} DIST COSINE TYPE F32;
+        """)
+        meta = store.query("store_meta")[-1]
+        store.query("store_meta_write", {"meta": {**meta, "schema_version": 8}})
+        ensure_schema(store, dimension=minilm.dimension, embedder=minilm.name)
+        assert store.query("store_meta")[-1]["schema_version"] == SCHEMA_VERSION
+        after = {row["name"]: row["embedding"] for row in store.query("concept_vectors")[-1] if row.get("embedding")}
+        assert after == before
+        tables = _definitions(store)["tables"]
+        assert "embedding" not in tables["concept"]["fields"] and live not in tables["concept"]["indexes"]
+        assert live in tables["concept_vector"]["indexes"]
+        assert not any(store.query("check_integrity")[-1].values())
+        nearest = store.query_text(
+            "test: nearest concept", f"SELECT VALUE record::id(id) FROM concept_vector WITH INDEX {live} WHERE embedding <|1,40|> $v;",
+            {"v": before["london"]},
+        )[-1]
+        assert nearest == ["london"]
 
 
 def test_a_schema_7_store_gains_its_title_rows(minilm, spacy_extractor):

@@ -83,7 +83,7 @@ SEARCH_INDEXES: dict[str, SearchIndex] = {
     index.key: index
     for index in (
         SearchIndex("chunk", "chunk_embedding", "chunk", "index_vector"),
-        SearchIndex("concept", "concept_embedding", "concept", "index_vector"),
+        SearchIndex("concept", "concept_embedding", "concept_vector", "index_vector"),
         SearchIndex("text", "chunk_text_search", "chunk_text", "index_fulltext"),
     )
 }

@@ -29,7 +29,10 @@ from .guard import MAX_CHARS, CheckedStatement, ReadonlyQueryError, Token, check
 GRAPH_TABLES = frozenset({"document", "chunk", "chunk_text", "concept", "MENTIONS_CONCEPT", "RELATES_TO"})
 #: The store's other tables: readers and their secrets, settings, store-wide counters, work queues.
 PRIVATE_TABLES = frozenset(
-    {"kg_reader", "kg_meta", "term", "concept_chunks", "chunk_concepts", "concept_vector_queue", "pending_write", "concept_title"}
+    {
+        "kg_reader", "kg_meta", "term", "concept_chunks", "chunk_concepts", "concept_vector", "concept_vector_queue",
+        "pending_write", "concept_title",
+    }
 )
 SESSION_PARAMS = frozenset({"$auth", "$session", "$token", "$access", "$scope"})
 REFERENCE_FUNCTIONS = frozenset({"type::record", "type::thing", "type::table"})

@@ -39,7 +39,7 @@ TABLES: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "concept": ("a named entity, noun phrase or metadata value", [
         ("id", "concept:<name>"), ("name", "normalised lower-case string"), ("display", "as first written"),
         ("kind", "PERSON, ORG, GPE, NOUN_PHRASE, metadata:<field>, or an ontology kind"), ("aliases", "array of strings"),
-        ("df", "number of documents mentioning it"), ("embedding", "vector: never select it"),
+        ("df", "number of documents mentioning it"),
     ]),
     "MENTIONS_CONCEPT": ("relation chunk -> concept", [
         ("in", "the chunk"), ("out", "the concept"), ("doc", "record<document>"), ("count", "mentions in the chunk"),
