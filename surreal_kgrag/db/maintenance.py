@@ -171,7 +171,7 @@ async def _remove_stale(connection: Connection, keys: list[str], keep: list[str]
     older name still runs."""
     if not connection.catalog.drained(connection.catalog.version):
         return
-    tables = dict(zip(("chunk", "concept_vector", "chunk_text"), await _run(connection, "index_list")))
+    tables = dict(zip((index.table for index in SEARCH_INDEXES.values()), await _run(connection, "index_list")))
     live = {state.name for state in connection.catalog.states().values()}
     for key in dict.fromkeys(keys):
         index = SEARCH_INDEXES[key]
