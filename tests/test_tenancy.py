@@ -99,6 +99,7 @@ def test_a_reader_running_raw_surrealql_sees_only_its_labels(url, name):
     visible = _documents(label)
     with SurrealStore(url) as admin:  # what there is, as root
         everything = admin.query("stats")[0]
+        everything_vectors = set(admin.query_text("stats", "SELECT VALUE record::id(id) FROM concept_vector;")[0])
     results = asyncio.run(_raw(url, name, """
         SELECT VALUE record::id(id) FROM document;
         SELECT VALUE record::id(doc) FROM chunk;
@@ -106,6 +107,8 @@ def test_a_reader_running_raw_surrealql_sees_only_its_labels(url, name):
         SELECT VALUE record::id(doc) FROM MENTIONS_CONCEPT;
         SELECT VALUE record::id(id) FROM concept;
         SELECT VALUE df FROM concept;
+        SELECT VALUE record::id(id) FROM concept_vector;
+        UPDATE concept_vector SET embedding = [] RETURN AFTER;
         SELECT * FROM term LIMIT 5;
         SELECT * FROM kg_reader;
         SELECT VALUE id FROM concept:⟨project zephyr⟩<-MENTIONS_CONCEPT;
@@ -114,12 +117,15 @@ def test_a_reader_running_raw_surrealql_sees_only_its_labels(url, name):
         CREATE document:evil SET source = 'x', content_type = 'x', content_hash = 'x', access = ['red', 'blue'];
         INFO FOR DB;
     """))
-    documents, chunk_docs, text_docs, edge_docs, concepts, dfs, terms, readers, zephyr, deleted, updated, created, info = results
+    documents, chunk_docs, text_docs, edge_docs, concepts, dfs, vectors, vector_writes, terms, readers, zephyr, deleted, updated, created, info = results
     assert set(documents) == visible
     assert set(chunk_docs) == visible and set(text_docs) == visible and set(edge_docs) <= visible and edge_docs
     assert "project zephyr" in concepts if label == "red" else "project zephyr" not in concepts
     assert ("gdansk" in concepts) == (label == "blue") and "atlantis" not in concepts
     assert all(df is None for df in dfs)  # document counts over every tenant stay hidden
+    # Every concept here has a vector: a reader sees exactly the vectors of the concepts it sees.
+    assert set(vectors) == set(concepts) and "gdansk" in everything_vectors and "project zephyr" in everything_vectors
+    assert vector_writes == []
     assert terms == [] and len(readers) == 1 and readers[0]["name"] == name and "secret" not in readers[0]
     assert (len(zephyr) > 0) == (label == "red")
     assert deleted == [] and updated == [] and created == []  # a reader writes nothing
