@@ -288,6 +288,42 @@ def grow(candidates: int, found: int, wanted: int, fetched: int) -> int | None:
     return min(candidates * 4, MAX_CANDIDATES)
 
 
+class Pool:
+    """The KNN pool of one search as it is read: ``size`` vectors, read again as an exact scan when
+    a filtered KNN comes back short (:func:`exact_instead`), then larger while the search finds
+    fewer documents than the request wants (:func:`grow`); ``size`` is None once it is done.
+
+    ``unread``: the documents the question names, whose passages come with the first KNN read
+    (``fragments/named_passages.surql``); :meth:`read` keeps them in ``passages``."""
+
+    def __init__(self, request: Request, size: int, *, exact_scan: bool = True) -> None:
+        self.request = request
+        self.size: int | None = size
+        self.exact = False
+        self.unread: list[str] = []
+        self.passages: list[list[dict[str, Any]]] = []
+        self._exact_scan = exact_scan
+
+    def read(self, out: Mapping[str, Any], fetched: int) -> bool:
+        """Take a KNN's answer ``out`` that returned ``fetched`` vectors of the pool; False when the
+        pool is to be read again as an exact scan instead (the answer is then left unused)."""
+        assert self.size is not None
+        if self._exact_scan and not self.exact and exact_instead(self.request, fetched, self.size):
+            self.exact = True
+            return False
+        if self.unread:
+            self.passages, self.unread = out["passages"], []
+        return True
+
+    def grow(self, found: int, fetched: int, *, exhausted: bool = False) -> None:
+        """The next pool after one that returned ``fetched`` vectors and led to ``found``
+        documents. ``exhausted``: the KNN returned nothing, or its last vector fell below the
+        similarity threshold, so every further one would too; a larger pool adds nothing."""
+        assert self.size is not None
+        used = 0 if exhausted else fetched if self.exact else pool_used(self.request, fetched, self.size)
+        self.size = grow(self.size, found, self.request.fetch, used)
+
+
 def _check_query(query: Any, max_chars: int) -> None:
     if not isinstance(query, str) or not query.strip():
         raise ConfigurationError(f"the query must be a non-empty string, got {query!r}")

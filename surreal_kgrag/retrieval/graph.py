@@ -29,7 +29,7 @@ from ..extract import NOUN_PHRASE
 from ..ids import concept_id
 from ..schema import ADJACENCY_LISTS_SINCE
 from . import documents
-from .base import Request, exact_instead, grow, pool_used
+from .base import Pool, Request
 from .config import GraphConfig, RetrieverConfig
 from .fusion import Hit
 from .hybrid import HybridRetriever, hits_of
@@ -58,8 +58,8 @@ class GraphRetriever(HybridRetriever):
         config = self.config
         words, spans, periods = yield Compute(partial(self._question, request.query), ANALYZE)
         chunk_total = yield from self._chunk_total(request)
-        candidates: int | None = self._candidates(request)
-        assert candidates is not None
+        candidates = self._candidates(request)
+        pool = Pool(request, candidates)
         queries = [Query("graph_names", {"ids": [concept_id(name) for name in phrases.names(spans)]})]
         if words:
             queries.append(self._text_query(request, words, chunk_total, candidates))
@@ -69,23 +69,15 @@ class GraphRetriever(HybridRetriever):
         names = yield Compute(partial(self._names, spans, results[0][-1], chunk_total), ANALYZE)
         text = yield Compute(partial(hits_of, results[1][-1] if words else [], "text"), RANK)
         named_docs = (yield from self._named_documents(request, results[-1][-1], spans, periods)) if self._uses_documents() else []
-        # The named documents' passages come from the first subgraph's KNN: no query of their own.
-        unread = [doc for doc, _, _ in named_docs]
-        passage_rows: list[list[dict[str, Any]]] = []
-        exact = False
-        while candidates is not None:
-            query = yield from self._subgraph(request, names, text, candidates, exact, unread)
+        pool.unread = [doc for doc, _, _ in named_docs]  # their passages come from the first subgraph's KNN
+        while pool.size is not None:
+            query = yield from self._subgraph(request, names, text, pool)
             out = listed((yield query)[-1], config)
-            fetched = len(out["knn"])
-            if not exact and exact_instead(request, fetched, candidates):
-                exact = True
+            if not pool.read(out, len(out["knn"])):
                 continue
-            if unread:
-                passage_rows, unread = out["passages"], []
             sub = yield Compute(partial(assemble, out, [(hit.chunk, hit.doc) for hit in text]), RANK)
-            found = len(set(sub.docs))
-            candidates = grow(candidates, found, request.fetch, fetched if exact else pool_used(request, fetched, candidates))
-        named = yield Compute(partial(documents.hits, named_docs, passage_rows), RANK)
+            pool.grow(len(set(sub.docs)), len(out["knn"]))
+        named = yield Compute(partial(documents.hits, named_docs, pool.passages), RANK)
         ranking, channels = yield Compute(partial(self._rank, request, sub, out, names, chunk_total, text, named), RANK)
         return (yield from self._hydrate(request, ranking, channels))
 
@@ -115,23 +107,22 @@ class GraphRetriever(HybridRetriever):
         """The question's concepts from the stored names its spans matched (``graph_names.surql``)."""
         return question_concepts(spans, rows, chunk_total, self.config)
 
-    def _subgraph(
-        self, request: Request, names: dict[str, tuple[float, int]], text: list[Hit], candidates: int, exact: bool, docs: list[str]
-    ) -> Plan[Query]:
+    def _subgraph(self, request: Request, names: dict[str, tuple[float, int]], text: list[Hit], pool: Pool) -> Plan[Query]:
         """The query of the subgraph around the seeds: from the adjacency lists for a caller who may
         read the whole store, from the edges (each checked against the scope) for any other; with
-        the passages of the named documents ``docs``."""
+        the passages of the named documents the pool has not read yet."""
         config = self.config
         lists = yield from self._adjacency_lists()
         named = [name for name, (_, n) in names.items() if n <= config.max_df]
         params: dict[str, Any] = {
             "embedding": request.vector,
-            "exact": exact,
+            "exact": pool.exact,
             "dense_seeds": config.dense_seeds,
             "max_df": config.max_df,
             "hop2": config.hop2,
         }
-        passages, size = documents.passages(docs, config, candidates)
+        assert pool.size is not None
+        passages, size = documents.passages(pool.unread, config, pool.size)
         params |= passages
         placeholders = self._knn_placeholders(request, size)
         if lists and not request.filter.condition:

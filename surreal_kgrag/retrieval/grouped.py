@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from .base import BaseRetriever, Request, exact_instead, grow, pool_used
+from .base import BaseRetriever, Pool, Request
 from .fusion import per_chunk
 from .plan import Compute, Plan, Query
 from .results import HYDRATE, Channel, ChunkHit, ConceptMatch, ProvenancePath, RetrievedDocument, placement
@@ -27,20 +27,15 @@ class GroupedRetriever(BaseRetriever):
             "filtered": bool(request.filter.condition),
             **request.filter.params,
         }
-        candidates: int | None = self._candidates(request)
+        pool = Pool(request, self._candidates(request), exact_scan=self.filtered_chunk_knn)
         documents: list[RetrievedDocument] = []
-        exact = False
-        while candidates is not None:
-            placeholders = self._knn_placeholders(request, candidates)
-            out = (yield Query(self.query_file, {**params, "exact": exact}, placeholders))[-1]
-            if self.filtered_chunk_knn and not exact and exact_instead(request, out["fetched"], candidates):
-                exact = True
+        while pool.size is not None:
+            placeholders = self._knn_placeholders(request, pool.size)
+            out = (yield Query(self.query_file, {**params, "exact": pool.exact}, placeholders))[-1]
+            if not pool.read(out, out["fetched"]):
                 continue
             documents = yield Compute(partial(self._documents, out["documents"]), HYDRATE)
-            # Vectors below the threshold mean every further one is too: a larger pool adds nothing.
-            fetched = out["fetched"] if exact else pool_used(request, out["fetched"], candidates)
-            fetched = fetched if out["fetched"] and out["lowest"] >= self.config.threshold else 0
-            candidates = grow(candidates, len(documents), request.fetch, fetched)
+            pool.grow(len(documents), out["fetched"], exhausted=not out["fetched"] or out["lowest"] < self.config.threshold)
         return documents[: request.fetch]
 
     def _documents(self, rows: list[dict[str, Any]]) -> list[RetrievedDocument]:

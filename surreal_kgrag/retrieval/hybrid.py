@@ -16,7 +16,7 @@ from ..db import SurrealStore, checked_int
 from ..db.sdk import RecordID
 from ..surql import CompiledFilter
 from . import documents
-from .base import LRU, BaseRetriever, Request, exact_instead, grow, pool_used
+from .base import LRU, BaseRetriever, Pool, Request
 from .config import HybridConfig, RetrieverConfig
 from .fusion import Hit, chunk_from, fuse, fuse_chunks, per_chunk, top_chunks
 from .plan import Call, Compute, Concurrently, Plan, Query
@@ -111,8 +111,8 @@ class HybridRetriever(BaseRetriever):
         pool, which grows while the channels together find fewer documents than the request wants
         and the pool came back full."""
         chunk_total = yield from self._chunk_total(request)
-        candidates: int | None = self._candidates(request)
-        assert candidates is not None
+        candidates = self._candidates(request)
+        pool = Pool(request, candidates)
         words, spans, periods = yield Compute(partial(self._question, request.query), ANALYZE)
         early = [self._text_query(request, words, chunk_total, candidates)] if words else []
         if self._uses_documents():
@@ -120,23 +120,15 @@ class HybridRetriever(BaseRetriever):
         results = (yield Concurrently(tuple(early))) if early else []
         text = yield Compute(partial(hits_of, results[0][-1] if words else [], "text"), RANK)
         named = (yield from self._named_documents(request, results[-1][-1], spans, periods)) if self._uses_documents() else []
-        unread = [doc for doc, _, _ in named]  # their passages come from the first pool's KNN
-        passage_rows: list[list[dict[str, Any]]] = []
+        pool.unread = [doc for doc, _, _ in named]  # their passages come from the first pool's KNN
         channels: dict[str, list[Hit]] = {}
-        exact = False
-        while candidates is not None:
-            out = (yield self._knn_query(request, chunk_total, candidates, exact, unread))[-1]
-            if not exact and exact_instead(request, out["fetched"], candidates):
-                exact = True
+        while pool.size is not None:
+            out = (yield self._knn_query(request, chunk_total, pool))[-1]
+            if not pool.read(out, out["fetched"]):
                 continue
-            if unread:
-                passage_rows, unread = out["passages"], []
-            channels = yield Compute(partial(_channel_hits, out, text, named, passage_rows), RANK)
+            channels = yield Compute(partial(_channel_hits, out, text, named, pool.passages), RANK)
             found = len({hit.doc for hits in channels.values() for hit in hits})
-            # Vectors below the threshold mean every further one is too: a larger pool adds nothing.
-            fetched = out["fetched"] if exact else pool_used(request, out["fetched"], candidates)
-            fetched = fetched if out["fetched"] and out["lowest"] >= self.config.threshold else 0
-            candidates = grow(candidates, found, request.fetch, fetched)
+            pool.grow(found, out["fetched"], exhausted=not out["fetched"] or out["lowest"] < self.config.threshold)
         return channels
 
     def _named_documents(
@@ -147,11 +139,12 @@ class HybridRetriever(BaseRetriever):
         find = partial(documents.named_documents, request.query, rows, spans, periods, total, self.config)
         return (yield Compute(find, RANK))
 
-    def _knn_query(self, request: Request, chunk_total: int, candidates: int, exact: bool, docs: list[str]) -> Query:
-        passages, size = documents.passages(docs, self.config, candidates)
+    def _knn_query(self, request: Request, chunk_total: int, pool: Pool) -> Query:
+        assert pool.size is not None
+        passages, size = documents.passages(pool.unread, self.config, pool.size)
         params = {
             **passages,
-            "exact": exact,
+            "exact": pool.exact,
             "embedding": request.vector,
             "threshold": self.config.threshold,
             "concept_ids": [RecordID("concept", name) for name in request.concepts],
