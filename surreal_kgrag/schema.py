@@ -30,7 +30,8 @@ __all__ = [
 # 7: adjacency lists for the graph walk: `chunk_concepts`, `concept_chunks.chunks` (migrated from 6 on open).
 # 8: `concept_title` rows for the concepts that name a document (migrated from 7 on open).
 # 9: a concept's vector in a `concept_vector` row of its own, with the HNSW index (migrated from 8 on open).
-SCHEMA_VERSION = 9
+# 10: each chunk's `single` list of the concepts no other chunk mentions (migrated from 9 on open).
+SCHEMA_VERSION = 10
 # Older schema versions this one can bring up to date in place: version -> the SurrealQL file that
 # takes a store from that version to the next one (applied in turn).
 MIGRATIONS: dict[int, str] = {
@@ -39,6 +40,7 @@ MIGRATIONS: dict[int, str] = {
     6: "migrate_v6_adjacency",
     7: "migrate_v7_titles",
     8: "migrate_v8_concept_vector_rows",
+    9: "migrate_v9_single_concepts",
 }
 #: A concept's chunks are listed in `concept_chunks` while at most this many chunks mention it (the
 #: figure is written in the SurrealQL that keeps the lists); the graph modes walk no concept in more.

@@ -202,6 +202,42 @@ def test_adjacency_lists_follow_the_edges_past_the_list_limit(minilm):
         assert _chunk_list(store, "kestrel project") == (1, {key for key in chunks if key.startswith("kestrel::")})
 
 
+def _single(store):
+    """Each chunk's `single` list as stored (chunk_concepts), by chunk key."""
+    rows = store.query_text("test: single lists", "SELECT record::id(id) AS chunk, single FROM chunk_concepts;")[-1]
+    return {row["chunk"]: set(row.get("single") or ()) for row in rows}
+
+
+def test_a_chunk_lists_the_concepts_no_other_chunk_mentions(minilm):
+    """chunk_concepts.single, whose counts the walk does not read: a concept joins the list of its one
+    chunk, leaves it when other chunks mention it (here 40 at once, past the chunk list's limit, so
+    that chunk is known only from before the write), comes back when they go, and follows its chunk
+    when its document is replaced. _edges checks every list against the counts each time."""
+    extractor = CallableConceptExtractor(_kestrel)
+    sentence = "The Kestrel Project tested glider number {i} on the moor in the spring of 1903."
+    with SurrealStore("mem://") as store:
+        ingestor = Ingestor(store, embedder=minilm, extractor=extractor, config=IngestConfig(chunker=CHUNKER))
+        club = ("club", "Moor Club", "The Kestrel Project met at the club on Sundays.")
+        ingestor.ingest(_docs([club]))
+        _edges(store)
+        ((club_chunk, names),) = _single(store).items()
+        assert names == {"kestrel project", "moor club"}
+        flights = ("flights", "Glider Flights", " ".join(sentence.format(i=i) for i in range(CHUNK_LIST_MAX + 8)))
+        ingestor.ingest(_docs([flights]))
+        _edges(store)
+        assert _chunk_list(store, "kestrel project")[1] is None
+        lists = _single(store)
+        assert lists[club_chunk] == {"moor club"} and not any("kestrel project" in names for names in lists.values())
+        assert ingestor.delete(["flights"]) == 1
+        _edges(store)
+        assert _single(store) == {club_chunk: {"kestrel project", "moor club"}}
+        ingestor.ingest(_docs([("club", "Moor Club", "The club met on Sundays. " * 12 + "The Kestrel Project met there too.")]))
+        _edges(store)
+        lists = _single(store)
+        holders = [chunk for chunk, names in lists.items() if "kestrel project" in names]
+        assert len(lists) > 1 and len(holders) == 1 and holders[0].startswith("club::") and club_chunk not in lists
+
+
 def test_walk_depth_cannot_exceed_the_lists(minilm):
     with SurrealStore("mem://") as store, pytest.raises(ValueError, match="max_df"):
         make_retriever("graph", store, embedder=minilm, max_df=CHUNK_LIST_MAX + 1)
@@ -321,6 +357,15 @@ def test_the_lists_and_the_scoped_edges_give_the_same_walk(minilm, spacy_extract
         _edges(store)  # the lists rebuilt say what the edges say
         for mode, expected in ranked.items():
             assert _same(_ranked(store, minilm, mode), expected), mode
+        # As a schema-9 store: no `single` lists, so every count is read; the same walk, before and after.
+        store.query("store_meta_write", {"meta": {**meta, "schema_version": 9}})
+        store.query_text("test: as schema 9", "UPDATE chunk_concepts UNSET single;")
+        assert not any(_single(store).values())
+        assert _same(_ranked(store, minilm, "graph"), ranked["graph"])
+        ensure_schema(store, dimension=minilm.dimension, embedder=minilm.name)
+        _edges(store)
+        assert any(_single(store).values())
+        assert _same(_ranked(store, minilm, "graph"), ranked["graph"])
 
 
 class _RelationExtractor:

@@ -119,7 +119,7 @@ def test_store_from_before_the_graph_schema_asks_for_a_new_ingest(version):
         store.query("store_meta_write", {"meta": {"dimension": 4, "embedder": "e", "schema_version": version}})
         with pytest.raises(SchemaMismatchError, match=f"store schema {version}.*Ingest your documents again"):
             ensure_schema(store, dimension=4, embedder="e")
-    assert SCHEMA_VERSION == 9
+    assert SCHEMA_VERSION == 10
 
 
 def test_a_schema_4_store_gains_its_concept_chunk_counts_in_place(minilm, spacy_extractor):

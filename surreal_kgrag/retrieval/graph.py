@@ -151,7 +151,7 @@ class GraphRetriever(HybridRetriever):
         config = self.config
         if not sub.chunks:
             return []
-        counts = np.zeros(len(sub.concepts))
+        counts = np.zeros(len(sub.concepts))  # a concept with no count read is in one chunk (chunk_concepts.single)
         for concept, n, *_ in out["counts"] + out["related_counts"]:
             pos = sub.concept_pos.get(concept)
             if pos is not None:
