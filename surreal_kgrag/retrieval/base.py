@@ -291,18 +291,20 @@ def grow(candidates: int, found: int, wanted: int, fetched: int) -> int | None:
 class Pool:
     """The KNN pool of one search as it is read: ``size`` vectors, read again as an exact scan when
     a filtered KNN comes back short (:func:`exact_instead`), then larger while the search finds
-    fewer documents than the request wants (:func:`grow`); ``size`` is None once it is done.
+    fewer documents than the request wants (:func:`grow`) and its vectors are above ``threshold``
+    (none: any similarity); ``size`` is None once it is done.
 
     ``unread``: the documents the question names, whose passages come with the first KNN read
     (``fragments/named_passages.surql``); :meth:`read` keeps them in ``passages``."""
 
-    def __init__(self, request: Request, size: int, *, exact_scan: bool = True) -> None:
+    def __init__(self, request: Request, size: int, *, exact_scan: bool = True, threshold: float | None = None) -> None:
         self.request = request
         self.size: int | None = size
         self.exact = False
         self.unread: list[str] = []
         self.passages: list[list[dict[str, Any]]] = []
         self._exact_scan = exact_scan
+        self._threshold = threshold
 
     def read(self, out: Mapping[str, Any], fetched: int) -> bool:
         """Take a KNN's answer ``out`` that returned ``fetched`` vectors of the pool; False when the
@@ -315,11 +317,12 @@ class Pool:
             self.passages, self.unread = out["passages"], []
         return True
 
-    def grow(self, found: int, fetched: int, *, exhausted: bool = False) -> None:
-        """The next pool after one that returned ``fetched`` vectors and led to ``found``
-        documents. ``exhausted``: the KNN returned nothing, or its last vector fell below the
-        similarity threshold, so every further one would too; a larger pool adds nothing."""
+    def grow(self, found: int, fetched: int, lowest: float | None = None) -> None:
+        """The next pool after one that returned ``fetched`` vectors, the last of similarity
+        ``lowest``, and led to ``found`` documents. A pool that returned nothing, or whose last
+        vector fell below the search's ``threshold``, is done: every further vector would too."""
         assert self.size is not None
+        exhausted = not fetched or (self._threshold is not None and lowest is not None and lowest < self._threshold)
         used = 0 if exhausted else fetched if self.exact else pool_used(self.request, fetched, self.size)
         self.size = grow(self.size, found, self.request.fetch, used)
 

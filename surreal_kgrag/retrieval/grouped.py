@@ -27,7 +27,7 @@ class GroupedRetriever(BaseRetriever):
             "filtered": bool(request.filter.condition),
             **request.filter.params,
         }
-        pool = Pool(request, self._candidates(request), exact_scan=self.filtered_chunk_knn)
+        pool = Pool(request, self._candidates(request), exact_scan=self.filtered_chunk_knn, threshold=self.config.threshold)
         documents: list[RetrievedDocument] = []
         while pool.size is not None:
             placeholders = self._knn_placeholders(request, pool.size)
@@ -35,7 +35,7 @@ class GroupedRetriever(BaseRetriever):
             if not pool.read(out, out["fetched"]):
                 continue
             documents = yield Compute(partial(self._documents, out["documents"]), HYDRATE)
-            pool.grow(len(documents), out["fetched"], exhausted=not out["fetched"] or out["lowest"] < self.config.threshold)
+            pool.grow(len(documents), out["fetched"], out["lowest"])
         return documents[: request.fetch]
 
     def _documents(self, rows: list[dict[str, Any]]) -> list[RetrievedDocument]:

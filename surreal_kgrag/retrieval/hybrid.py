@@ -112,7 +112,7 @@ class HybridRetriever(BaseRetriever):
         and the pool came back full."""
         chunk_total = yield from self._chunk_total(request)
         candidates = self._candidates(request)
-        pool = Pool(request, candidates)
+        pool = Pool(request, candidates, threshold=self.config.threshold)
         words, spans, periods = yield Compute(partial(self._question, request.query), ANALYZE)
         early = [self._text_query(request, words, chunk_total, candidates)] if words else []
         if self._uses_documents():
@@ -128,7 +128,7 @@ class HybridRetriever(BaseRetriever):
                 continue
             channels = yield Compute(partial(_channel_hits, out, text, named, pool.passages), RANK)
             found = len({hit.doc for hits in channels.values() for hit in hits})
-            pool.grow(found, out["fetched"], exhausted=not out["fetched"] or out["lowest"] < self.config.threshold)
+            pool.grow(found, out["fetched"], out["lowest"])
         return channels
 
     def _named_documents(
