@@ -14,6 +14,7 @@ __all__ = [
     "ADJACENCY_LISTS_SINCE",
     "CHUNK_LIST_MAX",
     "MIGRATIONS",
+    "NAME_COUNTS_SINCE",
     "SCHEMA_VERSION",
     "IndexSettings",
     "aensure_schema",
@@ -31,7 +32,8 @@ __all__ = [
 # 8: `concept_title` rows for the concepts that name a document (migrated from 7 on open).
 # 9: a concept's vector in a `concept_vector` row of its own, with the HNSW index (migrated from 8 on open).
 # 10: each chunk's `single` list of the concepts no other chunk mentions (migrated from 9 on open).
-SCHEMA_VERSION = 10
+# 11: the `document_name_count` view counts the documents that carry each name (migrated from 10 on open).
+SCHEMA_VERSION = 11
 # Older schema versions this one can bring up to date in place: version -> the SurrealQL file that
 # takes a store from that version to the next one (applied in turn).
 MIGRATIONS: dict[int, str] = {
@@ -41,12 +43,16 @@ MIGRATIONS: dict[int, str] = {
     7: "migrate_v7_titles",
     8: "migrate_v8_concept_vector_rows",
     9: "migrate_v9_single_concepts",
+    10: "migrate_v10_name_counts",
 }
 #: A concept's chunks are listed in `concept_chunks` while at most this many chunks mention it (the
 #: figure is written in the SurrealQL that keeps the lists); the graph modes walk no concept in more.
 CHUNK_LIST_MAX = 32
 #: The first schema with the adjacency lists; the graph modes read an older store from its edges.
 ADJACENCY_LISTS_SINCE = 7
+#: The first schema with the `document_name_count` view; the document channel counts an older store's
+#: name rows instead.
+NAME_COUNTS_SINCE = 11
 
 
 def _index_steps(states: dict[str, IndexState], dimension: int, settings: IndexSettings) -> list[tuple[str, None, dict[str, Any]]]:

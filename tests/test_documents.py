@@ -10,9 +10,11 @@ from __future__ import annotations
 import pytest
 
 from surreal_kgrag import Ingestor, SourceDocument, SurrealStore
+from surreal_kgrag.errors import QueryExecutionError
 from surreal_kgrag.identity import asks_latest, document_date, document_names, periods
 from surreal_kgrag.models import ConceptMention
 from surreal_kgrag.retrieval import make_retriever
+from surreal_kgrag.schema import NAME_COUNTS_SINCE, SCHEMA_VERSION, ensure_schema
 
 COMPANIES = {
     "ZNTH": ("Zenith Robotics, Inc.", "warehouse robots", "Ohio"),
@@ -158,13 +160,13 @@ def test_names_follow_the_document_when_it_is_replaced_or_deleted(minilm, spacy_
         ingestor = Ingestor(s, embedder=minilm, extractor=spacy_extractor)
         first = SourceDocument(key="r", text=report("ZNTH", "2023 Q1"), title="2023 Q1 ZNTH", source="/x/2023 Q1 ZNTH.txt")
         ingestor.ingest([first])
-        assert s.query("document_names", {"names": ["2023 q1"], "per_name": 10}, filter=_no_filter())[-1][0]["n"] == 1
+        assert _lookup(s, ["2023 q1"])[0]["n"] == 1
         moved = first.model_copy(update={"title": "2023 Q3 ZNTH", "source": "/x/2023 Q3 ZNTH.txt"})
         ingestor.ingest([moved])
-        rows = s.query("document_names", {"names": ["2023 q1", "2023 q3"], "per_name": 10}, filter=_no_filter())[-1]
+        rows = _lookup(s, ["2023 q1", "2023 q3"])
         assert [(row["name"], row["n"]) for row in rows] == [("2023 q3", 1)]  # a name no document carries is left out
         ingestor.delete(["r"])
-        assert s.query("document_names", {"names": ["2023 q3", "znth"], "per_name": 10}, filter=_no_filter())[-1] == []
+        assert _lookup(s, ["2023 q3", "znth"]) == []
 
 
 def test_hostile_names_are_stored_and_matched_as_data(minilm, spacy_extractor):
@@ -176,6 +178,59 @@ def test_hostile_names_are_stored_and_matched_as_data(minilm, spacy_extractor):
         result = make_retriever("graph", s).search(title, k=2)
         assert result.documents[0].id == "h"
         assert s.query("stats")[0]["documents"] == 2
+
+
+def test_a_names_count_is_exact_and_a_hub_is_not_read(store):
+    """`n` is how many documents carry a name, all of them (the engine-kept view); a name that
+    `per_name` or more documents carry is a hub, returned without its documents."""
+    rows = {row["name"]: row for row in _lookup(store, ["znth", "2023 q1", "zenith robotics", "no such name"], per_name=4)}
+    assert {name: row["n"] for name, row in rows.items()} == {"znth": 4, "2023 q1": 3, "zenith robotics": 4}
+    assert rows["znth"]["docs"] == [] and rows["zenith robotics"]["docs"] == []
+    assert sorted(str(hit["doc"].id).rsplit("/", 1)[-1] for hit in rows["2023 q1"]["docs"]) == [
+        f"2023 Q1 {ticker}.txt" for ticker in sorted(COMPANIES)
+    ]
+    assert store.query("check_integrity")[-1]["name_counts_out_of_step"] == 0
+
+
+def test_a_schema_10_store_finds_the_same_documents_before_and_after_it_gains_the_name_counts(minilm, spacy_extractor):
+    """A store written before the document_name_count view is read by counting each name's rows,
+    and gets the view when it is next opened for ingest: the same lookups and rankings throughout."""
+    names = ["znth", "blkw", "2023 q1", "2023 q2", "zenith robotics", "blackwater mills", "q1", "nothing here"]
+    question = "What were Blackwater Mills' net sales of paper and pulp in Q2 2023?"
+    with SurrealStore("mem://") as s:
+        docs = [
+            SourceDocument(key=f"{q} {t}", text=report(t, q), title=f"{q} {t}", source=f"/x/{q} {t}.txt")
+            for t in ("ZNTH", "BLKW") for q in QUARTERS[1:3]
+        ]
+        Ingestor(s, embedder=minilm, extractor=spacy_extractor).ingest(docs)
+        expected = _by_name(_lookup(s, names))
+        assert set(expected) == set(names) - {"nothing here"}
+        ranked = {mode: [d.id for d in make_retriever(mode, s).search(question, k=4).documents] for mode in FUSED_MODES}
+        assert all(ids[0] == "2023 Q2 BLKW" for ids in ranked.values()), ranked
+
+        meta = s.query("store_meta")[-1]
+        s.query("store_meta_write", {"meta": {**meta, "schema_version": 10}})
+        s.query_text("test: as schema 10", "REMOVE TABLE document_name_count; REMOVE FIELD name ON document_name; UPDATE document_name UNSET name;")
+        with pytest.raises(QueryExecutionError, match="document_name_count' does not exist"):
+            s.query_text("test: no view", "SELECT * FROM document_name_count;")
+        assert _by_name(_lookup(s, names)) == expected
+        assert {mode: [d.id for d in make_retriever(mode, s).search(question, k=4).documents] for mode in FUSED_MODES} == ranked
+
+        ensure_schema(s, dimension=minilm.dimension, embedder=minilm.name)
+        assert s.query("store_meta")[-1]["schema_version"] == SCHEMA_VERSION
+        assert s.query("check_integrity")[-1]["name_counts_out_of_step"] == 0
+        assert len(s.query_text("test: the view", "SELECT * FROM document_name_count;")[-1]) > len(names)
+        assert _by_name(_lookup(s, names)) == expected
+        assert {mode: [d.id for d in make_retriever(mode, s).search(question, k=4).documents] for mode in FUSED_MODES} == ranked
+
+
+def _lookup(s, names, per_name=10):
+    params = {"names": names, "per_name": per_name, "counts_since": NAME_COUNTS_SINCE}
+    return s.query("document_names", params, filter=_no_filter())[-1]
+
+
+def _by_name(rows):
+    return {row["name"]: (row["n"], sorted(str(hit["doc"].id) for hit in row["docs"])) for row in rows}
 
 
 def _no_filter():

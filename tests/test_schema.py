@@ -27,7 +27,7 @@ def test_schema_is_idempotent():
         ensure_schema(store, dimension=8, embedder="e")
         ensure_schema(store, dimension=8, embedder="e")
         assert _definitions(store) == first
-        assert set(first["db"]["tables"]) == {"document", "chunk", "chunk_text", "term", "concept", "concept_chunks", "chunk_concepts", "concept_vector", "concept_vector_queue", "MENTIONS_CONCEPT", "RELATES_TO", "kg_meta", "document_name", "pending_write", "concept_title"}
+        assert set(first["db"]["tables"]) == {"document", "chunk", "chunk_text", "term", "concept", "concept_chunks", "chunk_concepts", "concept_vector", "concept_vector_queue", "MENTIONS_CONCEPT", "RELATES_TO", "kg_meta", "document_name", "document_name_count", "pending_write", "concept_title"}
 
 
 def test_schema_declares_the_documented_indexes():
@@ -119,7 +119,7 @@ def test_store_from_before_the_graph_schema_asks_for_a_new_ingest(version):
         store.query("store_meta_write", {"meta": {"dimension": 4, "embedder": "e", "schema_version": version}})
         with pytest.raises(SchemaMismatchError, match=f"store schema {version}.*Ingest your documents again"):
             ensure_schema(store, dimension=4, embedder="e")
-    assert SCHEMA_VERSION == 10
+    assert SCHEMA_VERSION == 11
 
 
 def test_a_schema_4_store_gains_its_concept_chunk_counts_in_place(minilm, spacy_extractor):

@@ -100,6 +100,7 @@ def test_a_reader_running_raw_surrealql_sees_only_its_labels(url, name):
     with SurrealStore(url) as admin:  # what there is, as root
         everything = admin.query("stats")[0]
         everything_vectors = set(admin.query_text("stats", "SELECT VALUE record::id(id) FROM concept_vector;")[0])
+        name_counts = admin.query_text("stats", "SELECT VALUE n FROM document_name_count;")[0]
     results = asyncio.run(_raw(url, name, """
         SELECT VALUE record::id(id) FROM document;
         SELECT VALUE record::id(doc) FROM chunk;
@@ -110,6 +111,8 @@ def test_a_reader_running_raw_surrealql_sees_only_its_labels(url, name):
         SELECT VALUE record::id(id) FROM concept_vector;
         UPDATE concept_vector SET embedding = [] RETURN AFTER;
         SELECT * FROM term LIMIT 5;
+        SELECT * FROM document_name LIMIT 5;
+        SELECT * FROM document_name_count LIMIT 5;
         SELECT * FROM kg_reader;
         SELECT VALUE id FROM concept:⟨project zephyr⟩<-MENTIONS_CONCEPT;
         DELETE chunk RETURN BEFORE;
@@ -117,7 +120,8 @@ def test_a_reader_running_raw_surrealql_sees_only_its_labels(url, name):
         CREATE document:evil SET source = 'x', content_type = 'x', content_hash = 'x', access = ['red', 'blue'];
         INFO FOR DB;
     """))
-    documents, chunk_docs, text_docs, edge_docs, concepts, dfs, vectors, vector_writes, terms, readers, zephyr, deleted, updated, created, info = results
+    documents, chunk_docs, text_docs, edge_docs, concepts, dfs, vectors, vector_writes, terms, names, name_counts_read, readers, *rest = results
+    zephyr, deleted, updated, created, info = rest
     assert set(documents) == visible
     assert set(chunk_docs) == visible and set(text_docs) == visible and set(edge_docs) <= visible and edge_docs
     assert "project zephyr" in concepts if label == "red" else "project zephyr" not in concepts
@@ -126,6 +130,8 @@ def test_a_reader_running_raw_surrealql_sees_only_its_labels(url, name):
     # Every concept here has a vector: a reader sees exactly the vectors of the concepts it sees.
     assert set(vectors) == set(concepts) and "gdansk" in everything_vectors and "project zephyr" in everything_vectors
     assert vector_writes == []
+    # Names and their counts over every tenant's documents: hidden.
+    assert name_counts and names == [] and name_counts_read == []
     assert terms == [] and len(readers) == 1 and readers[0]["name"] == name and "secret" not in readers[0]
     assert (len(zephyr) > 0) == (label == "red")
     assert deleted == [] and updated == [] and created == []  # a reader writes nothing

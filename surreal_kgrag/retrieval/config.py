@@ -67,7 +67,7 @@ class HybridConfig(RetrieverConfig):
     chunks_per_document: int = Field(3, ge=1, description="chunks kept per fused document")
     document_per_name: int = Field(
         100, ge=2, le=10_000,
-        description="document channel: a name more documents carry is a hub, not matched (bounds each name's read)",
+        description="document channel: a name this many documents or more carry is a hub, not matched (bounds each name's read)",
     )
     document_pool: int = Field(8, ge=1, le=1000, description="document channel: most named documents whose passages are read")
     document_passage_pool: int = Field(

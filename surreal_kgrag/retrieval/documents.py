@@ -2,11 +2,12 @@
 
 A question about a long document names it the way its title, file name and cover do: a company and
 a quarter, a product, a report's subject. :mod:`surreal_kgrag.identity` stores those names on each
-document; here the question's n-grams and periods are looked up among them (one range read a name,
-``document_names.surql``), each matched name weighs its rarity over documents (a name every
-document carries weighs nothing; one more than ``per_name`` documents carry is a hub and skipped),
-and a document scores the sum over the names it carries, whatever its length. A question asking for
-the latest document puts the newest of equally named documents first.
+document; here the question's n-grams and periods are looked up among them
+(``document_names.surql``: one record read a name in the engine-kept ``document_name_count`` view,
+then a range read for each name some document carries). Each matched name weighs its rarity over
+documents (a name every document carries weighs nothing; one ``per_name`` or more documents carry
+is a hub and skipped), and a document scores the sum over the names it carries, whatever its
+length. A question asking for the latest document puts the newest of equally named documents first.
 
 The channel ranks documents of ``document_min_chunks`` chunks or more: a passage shorter than that
 is its own identity already (its chunks are embedded and full-text indexed under its title, and its
@@ -31,6 +32,7 @@ from typing import Any
 
 from .. import identity, phrases
 from ..db.sdk import RecordID
+from ..schema import NAME_COUNTS_SINCE
 from .fusion import Hit
 from .plan import Query
 
@@ -46,7 +48,7 @@ def question_names(query: str) -> tuple[list[phrases.Span], list[str]]:
 
 def name_lookup(spans: list[phrases.Span], periods: list[str], per_name: int, request: Any) -> Query:
     names = list(dict.fromkeys([*phrases.names(spans), *periods]))
-    params = {"names": names, "per_name": per_name, **request.filter.params}
+    params = {"names": names, "per_name": per_name, "counts_since": NAME_COUNTS_SINCE, **request.filter.params}
     return Query("document_names", params, {"filter": request.filter})
 
 
