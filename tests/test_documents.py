@@ -14,6 +14,7 @@ from surreal_kgrag.errors import QueryExecutionError
 from surreal_kgrag.identity import asks_latest, document_date, document_names, periods
 from surreal_kgrag.models import ConceptMention
 from surreal_kgrag.retrieval import make_retriever
+from surreal_kgrag.retrieval.documents import hits
 from surreal_kgrag.schema import NAME_COUNTS_SINCE, SCHEMA_VERSION, ensure_schema
 
 COMPANIES = {
@@ -129,9 +130,12 @@ def test_a_named_documents_passages_are_its_nearest_chunks_from_the_pool_or_from
         }
         out = store.query("search_hybrid", params, candidates=pool, ef=max(80, pool), filter=_no_filter())[-1]
         assert out["fetched"] == 1  # the search's own pool is cut to its k
-        rows = out["passages"]
-        assert len(rows) == len(docs)
-        return {str(doc.id): [str(row["chunk"].id) for row in found] for doc, found in zip(docs, rows)}
+        named = [(str(doc.id), 1.0, "") for doc in docs]
+        found: dict[str, list[str]] = {}
+        for hit in hits(named, out["passages"], 3):
+            found.setdefault(hit.doc, []).append(hit.chunk)
+        assert set(found) == set(named_doc for named_doc, _, _ in named)
+        return found
 
     best = passages(2000)
     assert all(len(found) == 3 for found in best.values())

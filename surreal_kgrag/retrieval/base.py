@@ -302,7 +302,7 @@ class Pool:
         self.size: int | None = size
         self.exact = False
         self.unread: list[str] = []
-        self.passages: list[list[dict[str, Any]]] = []
+        self.passages: list[dict[str, Any]] = []
         self._exact_scan = exact_scan
         self._threshold = threshold
 

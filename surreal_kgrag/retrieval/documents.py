@@ -95,16 +95,16 @@ def passages(docs: list[str], config: Any, candidates: int) -> tuple[dict[str, A
     return params, max(candidates, config.document_passage_pool) if docs else candidates
 
 
-def hits(named: list[tuple[str, float, str]], passage_rows: list[list[dict[str, Any]]]) -> list[Hit]:
-    """The channel's hits: documents in ``named`` order, each with its passages best first (a
-    document whose chunks are all outside the scope drops out)."""
+def hits(named: list[tuple[str, float, str]], passage_rows: list[dict[str, Any]], per_doc: int) -> list[Hit]:
+    """The channel's hits: documents in ``named`` order, each with its ``per_doc`` best passages,
+    best first, equal ones (a passage repeated in a document) in chunk order (a document whose
+    chunks are all outside the scope drops out)."""
     by_doc: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for rows in passage_rows:
-        for row in rows or []:
-            by_doc[str(row["doc"].id)].append(row)
+    for row in passage_rows:
+        by_doc[str(row["doc"].id)].append(row)
     out = []
     for doc, score, _ in named:
-        for row in sorted(by_doc.get(doc, []), key=lambda r: -float(r["score"])):
+        for row in sorted(by_doc.get(doc, []), key=lambda r: (-float(r["score"]), str(r["chunk"].id)))[:per_doc]:
             out.append(Hit(doc=doc, chunk=str(row["chunk"].id), score=score, channel="document"))
     return out
 

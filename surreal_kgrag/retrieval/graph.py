@@ -77,7 +77,7 @@ class GraphRetriever(HybridRetriever):
                 continue
             sub = yield Compute(partial(assemble, out, [(hit.chunk, hit.doc) for hit in text]), RANK)
             pool.grow(len(set(sub.docs)), len(out["knn"]))
-        named = yield Compute(partial(documents.hits, named_docs, pool.passages), RANK)
+        named = yield Compute(partial(documents.hits, named_docs, pool.passages, config.chunks_per_document), RANK)
         ranking, channels = yield Compute(partial(self._rank, request, sub, out, names, chunk_total, text, named), RANK)
         return (yield from self._hydrate(request, ranking, channels))
 

@@ -126,7 +126,7 @@ class HybridRetriever(BaseRetriever):
             out = (yield self._knn_query(request, chunk_total, pool))[-1]
             if not pool.read(out, out["fetched"]):
                 continue
-            channels = yield Compute(partial(_channel_hits, out, text, named, pool.passages), RANK)
+            channels = yield Compute(partial(_channel_hits, out, text, named, pool.passages, self.config.chunks_per_document), RANK)
             found = len({hit.doc for hits in channels.values() for hit in hits})
             pool.grow(found, out["fetched"], out["lowest"])
         return channels
@@ -238,13 +238,13 @@ class HybridRetriever(BaseRetriever):
 
 
 def _channel_hits(
-    out: Mapping[str, Any], text: list[Hit], named: list[tuple[str, float, str]], passage_rows: list[list[dict[str, Any]]]
+    out: Mapping[str, Any], text: list[Hit], named: list[tuple[str, float, str]], passage_rows: list[dict[str, Any]], per_doc: int
 ) -> dict[str, list[Hit]]:
     """The channels' hits, best first: vector and concept from ``search_hybrid``'s rows, the BM25
     hits, and the named documents with their passages (when the question names any)."""
     channels = {"vector": hits_of(out["vector"], "vector"), "text": text, "concept": hits_of(out["concepts"], "concept")}
     if named:
-        channels["document"] = documents.hits(named, passage_rows)
+        channels["document"] = documents.hits(named, passage_rows, per_doc)
     return channels
 
 
