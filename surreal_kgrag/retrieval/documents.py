@@ -32,7 +32,6 @@ from typing import Any
 
 from .. import identity, phrases
 from ..db.sdk import RecordID
-from ..schema import NAME_COUNTS_SINCE
 from .fusion import Hit
 from .plan import Query
 
@@ -46,9 +45,11 @@ def question_names(query: str) -> tuple[list[phrases.Span], list[str]]:
     return phrases.spans(query, plurals=True), identity.periods(query)
 
 
-def name_lookup(spans: list[phrases.Span], periods: list[str], per_name: int, request: Any) -> Query:
+def name_lookup(spans: list[phrases.Span], periods: list[str], per_name: int, counted: bool, request: Any) -> Query:
+    """The lookup of the question's names; ``counted``: the store keeps the ``document_name_count``
+    view (schema 11 on), an older one has each name's rows counted."""
     names = list(dict.fromkeys([*phrases.names(spans), *periods]))
-    params = {"names": names, "per_name": per_name, "counts_since": NAME_COUNTS_SINCE, **request.filter.params}
+    params = {"names": names, "per_name": per_name, "counted": counted, **request.filter.params}
     return Query("document_names", params, {"filter": request.filter})
 
 

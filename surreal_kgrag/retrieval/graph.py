@@ -47,7 +47,6 @@ class GraphRetriever(HybridRetriever):
     config_class: ClassVar[type[RetrieverConfig]] = GraphConfig
     config: GraphConfig
     default_candidates = 20
-    _lists = False  # set once the store is seen to keep the adjacency lists (they stay from then on)
 
     def _analyze(self, request: Request) -> Plan[None]:
         """No spaCy pass: the question's names are found by phrase lookup in ``_plan``."""
@@ -64,7 +63,7 @@ class GraphRetriever(HybridRetriever):
         if words:
             queries.append(self._text_query(request, words, chunk_total, candidates))
         if self._uses_documents():
-            queries.append(documents.name_lookup(spans, periods, config.document_per_name, request))
+            queries.append((yield from self._name_lookup(request, spans, periods)))
         results = yield Concurrently(tuple(queries))
         names = yield Compute(partial(self._names, spans, results[0][-1], chunk_total), ANALYZE)
         text = yield Compute(partial(hits_of, results[1][-1] if words else [], "text"), RANK)
@@ -112,7 +111,7 @@ class GraphRetriever(HybridRetriever):
         read the whole store, from the edges (each checked against the scope) for any other; with
         the passages of the named documents the pool has not read yet."""
         config = self.config
-        lists = yield from self._adjacency_lists()
+        lists = yield from self._schema_since(ADJACENCY_LISTS_SINCE)  # older stores: read from the edges
         named = [name for name, (_, n) in names.items() if n <= config.max_df]
         params: dict[str, Any] = {
             "embedding": request.vector,
@@ -134,15 +133,6 @@ class GraphRetriever(HybridRetriever):
             **request.filter.params,
         }
         return Query("graph_subgraph_scoped", params, placeholders)
-
-    def _adjacency_lists(self) -> Plan[bool]:
-        """Whether the store keeps the adjacency lists (schema 7 on). A store written by an older
-        version is read from its edges until an ingest or ``ensure_schema`` brings it up to date."""
-        if self._lists:
-            return True
-        version = (yield Query("schema_version"))[-1]
-        self._lists = isinstance(version, int) and version >= ADJACENCY_LISTS_SINCE
-        return self._lists
 
     def _walk(
         self, request: Request, sub: Subgraph, out: dict[str, Any], names: dict[str, tuple[float, int]], chunk_total: int

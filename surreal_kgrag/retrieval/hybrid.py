@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from .. import phrases
 from ..db import SurrealStore, checked_int
 from ..db.sdk import RecordID
+from ..schema import NAME_COUNTS_SINCE
 from ..surql import CompiledFilter
 from . import documents
 from .base import LRU, BaseRetriever, Pool, Request
@@ -35,6 +36,7 @@ class HybridRetriever(BaseRetriever):
     mode = "hybrid"
     config_class: ClassVar[type[RetrieverConfig]] = HybridConfig
     config: HybridConfig
+    _schema = 0  # the store's schema version as last read (it only goes up)
 
     def __init__(self, store: SurrealStore, *, extractor: Any = None, **kwargs: Any) -> None:
         super().__init__(store, **kwargs)
@@ -89,6 +91,20 @@ class HybridRetriever(BaseRetriever):
     def _uses_documents(self) -> bool:
         return self.config.weights.get("document", 0.0) > 0
 
+    def _schema_since(self, version: int) -> Plan[bool]:
+        """Whether the store is at schema ``version`` or later. A store written by an older version
+        is read the old way, and asked again, until an ingest or ``ensure_schema`` brings it up to
+        date; once it is, it is not asked again."""
+        if self._schema < version:
+            found = (yield Query("schema_version"))[-1]
+            self._schema = found if isinstance(found, int) else 0
+        return self._schema >= version
+
+    def _name_lookup(self, request: Request, spans: list[phrases.Span], periods: list[str]) -> Plan[Query]:
+        """The query of the documents the question names (``document_names.surql``)."""
+        counted = yield from self._schema_since(NAME_COUNTS_SINCE)
+        return documents.name_lookup(spans, periods, self.config.document_per_name, counted, request)
+
     def _plan(self, request: Request) -> Plan[list[RetrievedDocument]]:
         channels = yield from self.channels(request)
         ranking = yield Compute(partial(self.fuse, channels), RANK)
@@ -116,7 +132,7 @@ class HybridRetriever(BaseRetriever):
         words, spans, periods = yield Compute(partial(self._question, request.query), ANALYZE)
         early = [self._text_query(request, words, chunk_total, candidates)] if words else []
         if self._uses_documents():
-            early.append(documents.name_lookup(spans, periods, self.config.document_per_name, request))
+            early.append((yield from self._name_lookup(request, spans, periods)))
         results = (yield Concurrently(tuple(early))) if early else []
         text = yield Compute(partial(hits_of, results[0][-1] if words else [], "text"), RANK)
         named = (yield from self._named_documents(request, results[-1][-1], spans, periods)) if self._uses_documents() else []
