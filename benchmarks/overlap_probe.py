@@ -112,7 +112,9 @@ def main() -> int:
             retriever.search(question)
             extractor.extract([question])
         dimension = embedder.dimension
-        queries = (lambda q: first_round(store, retriever, q, dimension))  # noqa: E731
+
+        def queries(question: str) -> None:
+            first_round(store, retriever, question, dimension)
 
         alone = spin_rate(1.0)
         during = spin_rate(3.0, lambda: queries(questions[0]))
