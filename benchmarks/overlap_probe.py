@@ -28,12 +28,12 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
+
+from query_profile import store_and_questions, store_arguments
 
 from surreal_kgrag import SurrealStore, make_retriever
 from surreal_kgrag.embed import resolve_embedder
-from surreal_kgrag.evaluate import find_eval_set
 from surreal_kgrag.extract import resolve_extractor
 from surreal_kgrag.retrieval.plan import Concurrently, Query
 
@@ -96,15 +96,11 @@ def spin_rate(seconds: float, work: Callable[[], None] | None = None) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folder", type=Path, help="a benchmark folder retrieval_benchmark.py has ingested")
-    parser.add_argument("--store-dir", type=Path, default=Path("/tmp/surreal-kgrag-bench"))
-    parser.add_argument("--limit", type=int, default=60, help="first N questions")
-    args = parser.parse_args()
-    store_path = args.store_dir / args.folder.resolve().name
-    if not store_path.exists():
-        print(f"no store at {store_path}: run benchmarks/retrieval_benchmark.py {args.folder} --store-dir {args.store_dir} first")
+    store_arguments(parser, limit=60)
+    found = store_and_questions(parser.parse_args())
+    if found is None:
         return 2
-    questions = [query.question for query in find_eval_set(args.folder).queries[: args.limit]]
+    store_path, questions = found
     embedder, extractor = resolve_embedder(None), resolve_extractor(None)
     with SurrealStore(f"surrealkv://{store_path}") as store:
         retriever = make_retriever("graph", store, embedder=embedder)

@@ -108,20 +108,34 @@ def _files() -> dict[str, str]:
     return names
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def store_arguments(parser: argparse.ArgumentParser, limit: int) -> None:
+    """The arguments that name a store ``retrieval_benchmark.py`` built and the questions to ask it."""
     parser.add_argument("folder", type=Path, help="a benchmark folder retrieval_benchmark.py has ingested")
     parser.add_argument("--store-dir", type=Path, default=Path("/tmp/surreal-kgrag-bench"))
-    parser.add_argument("--modes", default="chunk,concept,hybrid,graph")
-    parser.add_argument("--limit", type=int, default=100, help="first N questions")
-    parser.add_argument("--min-ms", type=float, default=0.5, help="list statements from this p50 on")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument("--limit", type=int, default=limit, help="first N questions")
+
+
+def store_and_questions(args: argparse.Namespace) -> tuple[Path, list[str]] | None:
+    """The store ``retrieval_benchmark.py`` built for ``args.folder`` and its first ``args.limit``
+    questions; None, after saying what to run, when there is no such store."""
     store_path = args.store_dir / args.folder.resolve().name
     if not store_path.exists():
         print(f"no store at {store_path}: run benchmarks/retrieval_benchmark.py {args.folder} --store-dir {args.store_dir} first")
+        return None
+    return store_path, [query.question for query in find_eval_set(args.folder).queries[: args.limit]]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    store_arguments(parser, limit=100)
+    parser.add_argument("--modes", default="chunk,concept,hybrid,graph")
+    parser.add_argument("--min-ms", type=float, default=0.5, help="list statements from this p50 on")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    found = store_and_questions(args)
+    if found is None:
         return 2
-    questions = [query.question for query in find_eval_set(args.folder).queries[: args.limit]]
+    store_path, questions = found
     with SurrealStore(f"surrealkv://{store_path}") as store:
         reports = [profile(store, mode, questions, args.min_ms) for mode in args.modes.split(",")]
     if args.json:
