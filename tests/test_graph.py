@@ -202,6 +202,30 @@ def test_adjacency_lists_follow_the_edges_past_the_list_limit(minilm):
         assert _chunk_list(store, "kestrel project") == (1, {key for key in chunks if key.startswith("kestrel::")})
 
 
+def test_lists_grow_by_appends_across_writes_past_the_limit_and_back(minilm):
+    """New documents only add chunks to a concept: its list takes their entries (no edge is read
+    again) until it passes CHUNK_LIST_MAX, then stays NONE while more come; deletes bring it back.
+    Two documents a write group, five mentioning chunks each: 10, 20, 30, then past the limit."""
+    sentence = "The Kestrel Project tested glider number {i} on the moor in the spring of 1903."
+    extractor = CallableConceptExtractor(_kestrel)
+    with SurrealStore("mem://") as store:
+        ingestor = Ingestor(store, embedder=minilm, extractor=extractor, config=IngestConfig(chunker=CHUNKER, group_size=2))
+        flights = [(f"flights{d}", f"Glider Flights {d}", " ".join(sentence.format(i=100 * d + i) for i in range(5))) for d in range(10)]
+        seen = []
+        for batch in (flights[:2], flights[2:4], flights[4:6], flights[6:8], flights[8:]):
+            ingestor.ingest(_docs(batch))
+            _edges(store)
+            seen += [key for key, _, _ in batch]
+            n, chunks = _chunk_list(store, "kestrel project")
+            assert n == sum(_chunk_count(store, key) for key in seen)
+            assert chunks is None if n > CHUNK_LIST_MAX else chunks is not None and len(chunks) == n
+        assert n > CHUNK_LIST_MAX and chunks is None
+        assert ingestor.delete(seen[1:]) == 9
+        _edges(store)
+        n, chunks = _chunk_list(store, "kestrel project")
+        assert n == _chunk_count(store, seen[0]) and chunks is not None and len(chunks) == n
+
+
 def _single(store):
     """Each chunk's `single` list as stored (chunk_concepts), by chunk key."""
     rows = store.query_text("test: single lists", "SELECT record::id(id) AS chunk, single FROM chunk_concepts;")[-1]
