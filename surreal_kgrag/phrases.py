@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from .extract import normalise_concept
+from .extract.normalise import last_word_forms
 
 #: Longest name (in words) looked up.
 MAX_WORDS = 8
@@ -60,30 +61,45 @@ def _capital(word: str) -> bool:
     return bool(stripped) and (stripped[0].isupper() or stripped[0].isdigit())
 
 
-def spans(text: str, *, max_words: int = MAX_WORDS, capitalised_only: bool = False, plurals: bool = False) -> list[Span]:
+def spans(
+    text: str, *, max_words: int = MAX_WORDS, capitalised_only: bool = False, plurals: bool = False, only: str | None = None
+) -> list[Span]:
     """Every n-gram of up to ``max_words`` words that normalises to a usable name, within clauses.
 
     ``capitalised_only``: only n-grams whose first and last words are capitalised (or numbers), the
     way a name is written in running text; used at ingest, where a chunk yields hundreds of
     n-grams otherwise. ``plurals``: also the n-gram with a trailing "s" dropped from its last word
     (noun-phrase concepts are stored under their head noun's lemma: "rivers" -> "river").
+    ``only``: just the n-grams that normalise to this name, without normalising those whose last
+    word cannot end it (the ingest's search for a new title in stored chunks); not with ``plurals``.
     """
+    if only is not None and plurals:
+        raise ValueError("spans(): `only` and `plurals` do not go together")
     words = _WORD.findall(_clean(text))
+    capitals = [_capital(word) for word in words]
+    ends_clause = [bool(_CLAUSE_END.search(word)) for word in words]
+    # Capitalised as a name is: some word other than the text's first or a minor word. named[k]:
+    # how many of words[:k] are.
+    named = [0]
+    for k, word in enumerate(words):
+        named.append(named[-1] + (capitals[k] and k > 0 and word.lower() not in _MINOR))
+    if only is not None:
+        last = only.rsplit(" ", 1)[-1]
+        can_end = [(capitals[k] or not capitalised_only) and bool(last_word_forms(word) & {last, ""}) for k, word in enumerate(words)]
     out: list[Span] = []
     for i in range(len(words)):
-        if capitalised_only and not _capital(words[i]):
+        if capitalised_only and not capitals[i]:
             continue
         for j in range(i, min(len(words), i + max_words)):
-            if j > i and _CLAUSE_END.search(words[j - 1]):
+            if j > i and ends_clause[j - 1]:
                 break
-            if capitalised_only and not _capital(words[j]):
+            if (capitalised_only and not capitals[j]) or (only is not None and not can_end[j]):
                 continue
             phrase = " ".join(words[i : j + 1])
             name = normalise_concept(phrase, keep_numeric=False)
-            if name is None:
+            if name is None or (only is not None and name != only):
                 continue
-            # Capitalised as a name is: some word other than the text's first or a minor word.
-            capital = any(_capital(words[k]) and k > 0 and words[k].lower() not in _MINOR for k in range(i, j + 1))
+            capital = named[j + 1] > named[i]
             out.append(Span(i, j + 1, name, phrase, capital))
             if plurals and len(name) > 4 and name.endswith("s") and not name.endswith("ss"):
                 out.append(Span(i, j + 1, name[:-1], phrase, capital))

@@ -3,6 +3,7 @@ in the store, so the same thing written in different ways ("The Rivers", "river"
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Collection
@@ -48,13 +49,7 @@ def normalise_concept(
     Rejected: empty results, phrases made only of pronouns, determiners or ``stop_words``, and
     (unless ``keep_numeric``) strings with no letters besides numbers ("1954", "the 1970s", "21st").
     """
-    words = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES).casefold().split()
-    words = _strip_end_punctuation(words)
-    if words and words[-1].endswith("'s") and len(words[-1]) > 2:
-        words[-1] = words[-1][:-2]
-    elif words and words[-1].endswith("'") and len(words[-1]) > 1:
-        words[-1] = words[-1][:-1]
-    words = _strip_end_punctuation(words)
+    words = _clean_ends(_fold(text).split())
     while len(words) > 1 and words[0] in _LEADING_WORDS:
         words.pop(0)
     if lemma_last and words:
@@ -69,6 +64,35 @@ def normalise_concept(
     if all(word in _FUNCTION_WORDS or word in stop_words for word in words):
         return None
     return name
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def last_word_forms(word: str) -> frozenset[str]:
+    """What one word of a text becomes as the last word of a name :func:`normalise_concept` makes of
+    a phrase ending with it: its end stripped (the last of several words), or both ends (alone).
+    ``""`` among them: the word can vanish, and the name end with an earlier one."""
+    folded = _fold(word).split()
+    if len(folded) != 1:
+        return frozenset({""})
+    forms = set()
+    for words in (["x", folded[0]], folded):
+        cleaned = _clean_ends(words)
+        forms.add(cleaned[-1] if len(cleaned) == len(words) else "")
+    return frozenset(forms)
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).translate(_APOSTROPHES).casefold()
+
+
+def _clean_ends(words: list[str]) -> list[str]:
+    """Punctuation off both ends of the phrase and a possessive off its last word."""
+    words = _strip_end_punctuation(words)
+    if words and words[-1].endswith("'s") and len(words[-1]) > 2:
+        words[-1] = words[-1][:-2]
+    elif words and words[-1].endswith("'") and len(words[-1]) > 1:
+        words[-1] = words[-1][:-1]
+    return _strip_end_punctuation(words)
 
 
 def _strip_end_punctuation(words: list[str]) -> list[str]:
@@ -89,8 +113,16 @@ def _strip_end_punctuation(words: list[str]) -> list[str]:
 
 
 def _strip_punct_chars(word: str, *, leading: bool) -> str:
-    chars = list(word)
-    index = 0 if leading else -1
-    while chars and (unicodedata.category(chars[index]).startswith("P") or chars[index] in _QUOTE_SYMBOLS):
-        chars.pop(index)
-    return "".join(chars)
+    if leading:
+        start = 0
+        while start < len(word) and _is_punct(word[start]):
+            start += 1
+        return word[start:]
+    end = len(word)
+    while end and _is_punct(word[end - 1]):
+        end -= 1
+    return word[:end]
+
+
+def _is_punct(char: str) -> bool:
+    return unicodedata.category(char).startswith("P") or char in _QUOTE_SYMBOLS

@@ -85,7 +85,7 @@ def _reverse(store: SurrealStore, group: list[PreparedDocument], fresh: list[str
         name = str(entry["name"].id)
         for hit in entry["hits"]:
             text = _without_title(hit["text"], hit.get("title"))
-            matches = phrases.longest_matches(phrases.spans(text, capitalised_only=True), {name: 0})
+            matches = phrases.longest_matches(phrases.spans(text, capitalised_only=True, only=name), {name: 0})
             if matches:
                 chunk: RecordID = hit["chunk"]
                 edges.append({"in": chunk, "out": entry["name"], "doc": hit["doc"], "count": len(matches), "own": False})
