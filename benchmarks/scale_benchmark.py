@@ -305,6 +305,11 @@ class Progress:
     text_bytes: int = 0
 
 
+def store_key(real: RealCorpus, gen: Generator) -> str:
+    """What a kept store was built from (``progress.json``): a store is only appended to by the same."""
+    return f"{real.embedder_name} {real.chunk_count} {len(real.docs)} {gen.seed} v{CACHE_VERSION} g{GENERATOR_VERSION}"
+
+
 def run_sizes(
     real: RealCorpus,
     sizes: Sequence[int],
@@ -324,7 +329,7 @@ def run_sizes(
     )
     path = store_dir / "kg"
     marker = store_dir / "progress.json"
-    key = f"{real.embedder_name} {real.chunk_count} {len(real.docs)} {gen.seed} v{CACHE_VERSION} g{GENERATOR_VERSION}"
+    key = store_key(real, gen)
     progress = Progress(key)
     if marker.is_file():
         progress = Progress(**json.loads(marker.read_text()))

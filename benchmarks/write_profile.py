@@ -1,0 +1,114 @@
+"""Where a write's time goes: the next documents of the scale benchmark's sequence appended to a copy
+of a store it kept, through the ingest's ``Writer``, timed per query file and statement.
+
+    .venv/bin/python benchmarks/write_profile.py --store-dir /var/tmp/kg-scale [--documents 600] [--check]
+
+``--store-dir`` is a folder ``scale_benchmark.py --store-dir`` filled (its ``kg`` store and
+``progress.json``); the store is copied first, so it is never changed. The documents after the ones
+it holds (the real passages and generated ones, with their cached model outputs: no model runs)
+become ``records.prepare``'s rows and go through ``Writer.write`` as the ingest sends them, in its
+write groups. Printed: the chunks written per second; per query file its calls and the time the
+client waited (encoding, the engine, decoding) beside the engine's own time for its statements, with
+the largest statements numbered from 1 in their file (``LET`` statements included, as
+``query_profile.py`` numbers them); and the Python functions that took the most time of their own.
+``--check`` then runs ``check_adjacency.surql`` on the copy: every concept's chunk count and chunk
+list, and every chunk's list of single concepts, against the edges (a minute at 10k chunks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import shutil
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from query_profile import Recorder, _files
+from scale_benchmark import store_key, store_url
+from scale_corpus import DEFAULT_CORPORA, ROOT, Generator, load_real
+
+from surreal_kgrag.db import SurrealStore
+from surreal_kgrag.ingest.config import IngestConfig
+from surreal_kgrag.ingest.records import prepare
+from surreal_kgrag.ingest.writer import Writer
+from surreal_kgrag.models import IngestSummary
+from surreal_kgrag.schema import ensure_schema
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store-dir", type=Path, required=True, help="a folder scale_benchmark.py --store-dir kept")
+    parser.add_argument("--documents", type=int, default=600, help="documents to append")
+    parser.add_argument("--statements", type=int, default=6, help="largest statements printed per query file")
+    parser.add_argument("--functions", type=int, default=8, help="Python functions printed")
+    parser.add_argument("--check", action="store_true", help="compare the adjacency lists with the edges after")
+    args = parser.parse_args()
+    marker = args.store_dir / "progress.json"
+    if not marker.is_file():
+        print(f"no kept store in {args.store_dir}: run benchmarks/scale_benchmark.py --sizes 10000 --store-dir {args.store_dir} first")
+        return 2
+    progress = json.loads(marker.read_text())
+    real = load_real(DEFAULT_CORPORA, ROOT / ".cache" / "scale", filings=None, max_docs=None, questions=100, log=print)
+    gen = Generator(real)
+    if progress["key"] != store_key(real, gen):
+        print(f"{args.store_dir} was built from another corpus or generator ({progress['key']})")
+        return 2
+    start = int(progress["documents"])
+    config = IngestConfig()
+    with tempfile.TemporaryDirectory(dir=args.store_dir.parent) as folder:
+        copy = Path(folder) / "kg"
+        shutil.copytree(args.store_dir / "kg", copy)
+        with SurrealStore(store_url(copy)) as store:
+            ensure_schema(store, dimension=real.dimension, embedder=real.embedder_name, settings=config.index)
+            summary = IngestSummary()
+            writer = Writer(
+                store,
+                summary,
+                group_size=config.group_size,
+                group_chunks=config.group_chunks,
+                vector_min_chunks=config.concept_vector_min_chunks,
+            )
+            prepared = [prepare(work, gen.metadata.extract_document(work.doc)) for work in gen.works(start, start + args.documents)]
+            profiler = cProfile.Profile()
+            with Recorder(_files()) as recorder:
+                started = time.perf_counter()
+                profiler.enable()
+                writer.write(prepared, lambda: False)
+                profiler.disable()
+                wall = time.perf_counter() - started
+            print(
+                f"{progress['chunks']:,} chunks kept; {args.documents} documents appended: {summary.chunks} chunks, {summary.edges} edges "
+                f"in {wall:.1f} s, {summary.chunks / wall:.1f} chunks/s"
+            )
+            report(recorder, summary.chunks, args.statements)
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(args.functions)
+            if args.check:
+                started = time.perf_counter()
+                print("check (check_adjacency.surql):", store.query("check_adjacency")[-1], f"({time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+def report(recorder: Recorder, chunks: int, top: int) -> None:
+    files: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
+    statements: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    for name, client_ms, engine_ms in recorder.calls:
+        files[name][0] += 1
+        files[name][1] += client_ms
+        files[name][2] += sum(engine_ms)
+        for number, ms in enumerate(engine_ms, 1):
+            statements[name][number] += ms
+    for name, (calls, client_ms, engine_ms) in sorted(files.items(), key=lambda item: -item[1][1]):
+        print(
+            f"  {name:<28} {int(calls):>5} calls  client {client_ms / 1000:7.2f} s  engine {engine_ms / 1000:7.2f} s  "
+            f"{client_ms / max(1, chunks):6.2f} ms a chunk"
+        )
+        largest = sorted(statements[name].items(), key=lambda item: -item[1])[:top]
+        print("      largest statements:", ", ".join(f"{number}: {ms / 1000:.2f} s" for number, ms in largest))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
