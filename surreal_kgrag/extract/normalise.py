@@ -66,11 +66,15 @@ def normalise_concept(
     return name
 
 
-@functools.lru_cache(maxsize=1 << 16)
 def last_word_forms(word: str) -> frozenset[str]:
     """What one word of a text becomes as the last word of a name :func:`normalise_concept` makes of
     a phrase ending with it: its end stripped (the last of several words), or both ends (alone).
     ``""`` among them: the word can vanish, and the name end with an earlier one."""
+    # Words repeat from text to text; a long one (a token of a table or a code listing) is not cached.
+    return _cached_forms(word) if len(word) <= 48 else _forms(word)
+
+
+def _forms(word: str) -> frozenset[str]:
     folded = _fold(word).split()
     if len(folded) != 1:
         return frozenset({""})
@@ -79,6 +83,9 @@ def last_word_forms(word: str) -> frozenset[str]:
         cleaned = _clean_ends(words)
         forms.add(cleaned[-1] if len(cleaned) == len(words) else "")
     return frozenset(forms)
+
+
+_cached_forms = functools.lru_cache(maxsize=1 << 14)(_forms)
 
 
 def _fold(text: str) -> str:
