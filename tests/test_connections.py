@@ -76,7 +76,7 @@ async def test_async_calls_never_block_the_running_loop(tmp_path):
     store.close()
     print(f"rebuild {rebuild:.2f}s; worst loop lag with async calls {worst * 1000:.0f} ms, with the sync call {gap * 1000:.0f} ms")
     assert gap > 0.25, "the sync rebuild should have taken long enough to measure"
-    assert worst < gap / 2 and worst < 0.5
+    assert worst < gap / 2  # against the sync call in the same test, not a fixed limit
 
 
 def test_one_store_serves_many_threads_at_once(tmp_path):
