@@ -8,7 +8,7 @@ from typing import Any
 from .db import SurrealStore, checked_int
 from .db.catalog import SEARCH_INDEXES, IndexSettings, IndexState
 from .errors import SchemaMismatchError
-from .surql import Identifier
+from .surql import CONSTANTS, Identifier
 
 __all__ = [
     "ADJACENCY_LISTS_SINCE",
@@ -46,8 +46,8 @@ MIGRATIONS: dict[int, str] = {
     10: "migrate_v10_name_counts",
 }
 #: A concept's chunks are listed in `concept_chunks` while at most this many chunks mention it (the
-#: figure is written in the SurrealQL that keeps the lists); the graph modes walk no concept in more.
-CHUNK_LIST_MAX = 32
+#: SurrealQL that keeps the lists reads it as ``{{chunk_list_max}}``); the graph modes walk no concept in more.
+CHUNK_LIST_MAX = CONSTANTS["chunk_list_max"]
 #: The first schema with the adjacency lists; the graph modes read an older store from its edges.
 ADJACENCY_LISTS_SINCE = 7
 #: The first schema with the `document_name_count` view; the document channel counts an older store's

@@ -9,7 +9,9 @@ to be a plain integer first; a filter condition compiled by ``surreal_kgrag.retr
 A block that several files need is written once, as a fragment in ``surql/fragments/``, and a file
 takes it in with a line ``{{> name}}`` (expanded when the file is loaded, before placeholders are
 filled, so a fragment's ``{{placeholders}}`` are its includer's). Like a file, a fragment may have a
-``<name>.v<major>.surql`` variant for a server dialect.
+``<name>.v<major>.surql`` variant for a server dialect. A figure that the Python and the SurrealQL
+share is written once, in ``CONSTANTS``, and a file names it as ``{{name}}``: it is filled when the
+file is loaded.
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ class CompiledFilter:
 
 
 NO_FILTER = CompiledFilter("")
+
+#: Figures that the SurrealQL files and the Python share, filled into ``{{name}}`` when a file loads.
+#: ``chunk_list_max``: a concept's chunks are listed in `concept_chunks` while at most this many
+#: chunks mention it (``surreal_kgrag.schema.CHUNK_LIST_MAX``).
+CONSTANTS: dict[str, int] = {"chunk_list_max": 32}
 
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 _INCLUDE = re.compile(r"^\{\{> *(\w+)\}\}[ \t]*$", re.MULTILINE)
@@ -74,8 +81,10 @@ def _surql_dirs() -> list[Path]:
 @cache
 def load(name: str, major_version: int = 3) -> str:
     """Return the text of ``surql/<name>.surql``, or of ``<name>.v<major>.surql`` when the server's
-    major version needs its own dialect, with its ``{{> fragment}}`` lines expanded."""
-    return _expand(_read(name, major_version, ""), major_version, ())
+    major version needs its own dialect, with its ``{{> fragment}}`` lines expanded and its
+    ``CONSTANTS`` filled."""
+    text = _expand(_read(name, major_version, ""), major_version, ())
+    return _PLACEHOLDER.sub(lambda m: str(CONSTANTS.get(m.group(1), m.group(0))), text)
 
 
 def _read(name: str, major_version: int, subfolder: str) -> str:

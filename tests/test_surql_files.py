@@ -49,3 +49,21 @@ def test_every_file_loads_with_its_fragments_expanded(major):
         assert "{{>" not in text, name
     assert "vector::distance::knn()" in surql.load("search_chunks")
     assert "TYPE object FLEXIBLE" in surql.load("schema", 3) and "FLEXIBLE TYPE object" in surql.load("schema", 2)
+
+
+def test_shared_figures_are_filled_from_the_python_constant(monkeypatch):
+    """The chunk-list limit is written once, in ``surql.CONSTANTS``, and read by the Python (the schema's
+    ``CHUNK_LIST_MAX``) and by every file that keeps or checks the lists: none writes the figure itself."""
+    from surreal_kgrag.schema import CHUNK_LIST_MAX
+
+    assert surql.CONSTANTS["chunk_list_max"] == CHUNK_LIST_MAX
+    users = sorted(p.name for p in FILES if "{{chunk_list_max}}" in p.read_text(encoding="utf-8"))
+    assert {"concept_chunks_delta.surql", "adjacency_checks.surql", "migrate_v6_adjacency.surql"} <= set(users)
+    monkeypatch.setitem(surql.CONSTANTS, "chunk_list_max", 7)
+    surql.load.cache_clear()
+    try:
+        for name in ("write_documents", "delete_documents", "check_adjacency", "migrate_v6_adjacency"):
+            text = surql.load(name)
+            assert "{{chunk_list_max}}" not in text and "n <= 7" in text and "<= 32" not in text, name
+    finally:
+        surql.load.cache_clear()
