@@ -8,8 +8,8 @@
 
 The point is the database, not the models: no model runs while a store is written.
 
-The chunks: ``scale_corpus.py`` (real ones with cached model outputs, then generated ones whose
-concept frequencies follow the real ones).
+The chunks: ``scale_corpus.py`` (real ones with cached model outputs), then ``scale_generator.py``
+(generated ones whose concept frequencies follow the real ones).
 
 **Write path.** Chunks, mentions and vectors become ``DocumentWork`` and go through the product's
 ``records.prepare`` and ``Writer`` (the settings of ``IngestConfig``), then the concept-vector stage
@@ -48,26 +48,18 @@ import json
 import os
 import resource
 import shutil
-import subprocess
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-from scale_corpus import (
-    CACHE_VERSION,
-    DEFAULT_CORPORA,
-    GENERATOR_VERSION,
-    ROOT,
-    CachedEmbedder,
-    Generator,
-    RealCorpus,
-    frequency_shares,
-    load_real,
-)
+from scale_corpus import CACHE_VERSION, DEFAULT_CORPORA, ROOT, CachedEmbedder, RealCorpus, load_real
+from scale_disk import du_bytes, store_url, table_bytes
+from scale_generator import GENERATOR_VERSION, Generator, frequency_shares
+from scale_report import MODES, SizeFigures, chart, format_size
 
 from surreal_kgrag.db import SurrealStore
 from surreal_kgrag.ingest.concepts import embed_queued_concepts
@@ -78,55 +70,10 @@ from surreal_kgrag.models import IngestSummary
 from surreal_kgrag.retrieval import make_retriever
 from surreal_kgrag.schema import ensure_schema
 
-MODES = ("chunk", "concept", "hybrid", "graph")
 WRITE_BATCH_DOCS = 64  # documents prepared and handed to the Writer at a time (its groups are IngestConfig's)
 
 
 # -- building and measuring --------------------------------------------------------------------
-
-
-@dataclass
-class SizeFigures:
-    size: int
-    chunks: int = 0
-    documents: int = 0
-    text_bytes: int = 0
-    written_chunks: int = 0
-    written_edges: int = 0
-    written_rows: int = 0
-    prepare_s: float = 0.0
-    write_s: float = 0.0
-    concept_vectors_s: float = 0.0
-    index_s: float = 0.0
-    write_chunks_per_s: float = 0.0
-    write_edges_per_s: float = 0.0
-    write_rows_per_s: float = 0.0
-    load_chunks_per_s: float = 0.0
-    disk_bytes: int = 0
-    disk_bytes_per_chunk: float = 0.0
-    disk_bytes_per_text_byte: float = 0.0
-    disk_bytes_after_optimize: int = 0
-    peak_rss_mb: float = 0.0
-    open_s: float = 0.0
-    optimize_s: float = 0.0
-    settle_s: float = 0.0
-    latency: dict[str, dict[str, float]] = field(default_factory=dict)
-    rows: dict[str, int] = field(default_factory=dict)
-    rows_per_chunk: dict[str, float] = field(default_factory=dict)
-    table_bytes_per_chunk: dict[str, float] = field(default_factory=dict)  # --table-bytes only
-
-
-def store_url(path: Path) -> str:
-    return f"surrealkv://{path}"
-
-
-def du_bytes(path: Path) -> int:
-    """Bytes the directory takes on disk (``du -sk``: allocated blocks), or the sum of file sizes."""
-    try:
-        out = subprocess.run(["du", "-sk", str(path)], capture_output=True, text=True, check=True).stdout
-        return int(out.split()[0]) * 1024
-    except (OSError, subprocess.CalledProcessError, ValueError):
-        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
 def peak_rss_mb() -> float:
@@ -227,70 +174,6 @@ def measure_queries(
     return out
 
 
-#: What ``table_bytes`` copies: (label, table, is a relation, search index left out). The variants
-#: without their search index say what the index itself takes (the difference).
-COPIED_TABLES = (
-    ("document", "document", False, None),
-    ("document_name", "document_name", False, None),
-    ("chunk", "chunk", False, None),
-    ("chunk without HNSW", "chunk", False, "chunk"),
-    ("chunk_text", "chunk_text", False, None),
-    ("chunk_text without BM25", "chunk_text", False, "text"),
-    ("term", "term", False, None),
-    ("concept", "concept", False, None),
-    ("concept_vector", "concept_vector", False, None),
-    ("concept_vector without HNSW", "concept_vector", False, "concept"),
-    ("concept_chunks", "concept_chunks", False, None),
-    ("chunk_concepts", "chunk_concepts", False, None),
-    ("MENTIONS_CONCEPT", "MENTIONS_CONCEPT", True, None),
-)
-COPY_PAGE = 2000
-
-
-def table_bytes(path: Path, work_dir: Path, dimension: int, embedder: str, log: Callable[[str], None] = print) -> dict[str, int]:
-    """Bytes on disk each table takes with its indexes: its rows copied alone into an empty store (the
-    product's schema, the search indexes rebuilt), ``du`` of that store minus ``du`` of an empty one;
-    for chunk, chunk_text and concept also without their search index. The sum need not equal the
-    whole store's size (compaction differs), but the shares say where the bytes go. Minutes at 10k
-    chunks: meant for the smaller sizes."""
-    from surreal_kgrag.db.catalog import SEARCH_INDEXES
-    from surreal_kgrag.surql import Identifier
-
-    def fresh(name: str) -> SurrealStore:
-        target = SurrealStore(store_url(work_dir / name))
-        ensure_schema(target, dimension=dimension, embedder=embedder, settings=IngestConfig().index)
-        return target
-
-    shutil.rmtree(work_dir, ignore_errors=True)
-    with fresh("empty"):
-        pass
-    empty = du_bytes(work_dir / "empty")
-    out: dict[str, int] = {}
-    with SurrealStore(store_url(path)) as source:
-        for label, table, relation, left_out in COPIED_TABLES:
-            t = time.perf_counter()
-            folder = label.replace(" ", "_")
-            with fresh(folder) as target:
-                if left_out is not None:
-                    live = target.index_states()[left_out].name
-                    target.query("index_remove", index=Identifier(live), table=Identifier(SEARCH_INDEXES[left_out].table))
-                start = 0
-                while True:
-                    rows = source.query("scale_copy_rows", table=Identifier(table), start=start, limit=COPY_PAGE)[-1]
-                    if not rows:
-                        break
-                    insert = "scale_copy_insert_relation" if relation else "scale_copy_insert"
-                    target.query(insert, {"rows": rows}, table=Identifier(table))
-                    start += len(rows)
-                if left_out is None:
-                    target.optimize(force=True)
-            out[label] = du_bytes(work_dir / folder) - empty
-            log(f"  table bytes: {label} {start:,} rows, {out[label] / 1e6:,.1f} MB ({time.perf_counter() - t:.0f} s)")
-            shutil.rmtree(work_dir / folder, ignore_errors=True)
-    shutil.rmtree(work_dir, ignore_errors=True)
-    return out
-
-
 def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if values else 0.0
 
@@ -379,92 +262,6 @@ def run_sizes(
         results.append(figures)
         log(format_size(figures, real.question_embed_ms))
     return results
-
-
-def format_size(f: SizeFigures, embed_ms: float) -> str:
-    lines = [
-        f"== {f.chunks:,} chunks ({f.documents:,} documents, {f.text_bytes / 1e6:.1f} MB of chunk text)",
-        f"  write (database, Writer): {f.write_chunks_per_s:,.1f} chunks/s, {f.write_edges_per_s:,.0f} edges/s, "
-        f"{f.write_rows_per_s:,.0f} rows/s ({f.written_chunks:,} chunks, {f.written_edges:,} edges, "
-        f"{f.written_rows:,} rows in {f.write_s:.1f} s)",
-        f"  load (prepare {f.prepare_s:.1f} s + write + concept vectors {f.concept_vectors_s:.1f} s + index {f.index_s:.1f} s): "
-        f"{f.load_chunks_per_s:,.1f} chunks/s",
-        f"  disk: {f.disk_bytes / 1e6:,.1f} MB = {f.disk_bytes_per_chunk / 1024:,.1f} KB/chunk, "
-        f"{f.disk_bytes_per_text_byte:,.1f} bytes per byte of text "
-        f"({f.disk_bytes_after_optimize / 1e6:,.1f} MB after optimize and queries)",
-        f"  open {f.open_s:.2f} s, optimize {f.optimize_s:.1f} s (then {f.settle_s:.0f} s until the engine was idle), "
-        f"peak RSS {f.peak_rss_mb:,.0f} MB",
-        f"  latency, ms (wall-clock of search(), question embedding EXCLUDED; MiniLM embeds one question in ~{embed_ms:.0f} ms here):",
-    ]
-    for mode, v in f.latency.items():
-        lines.append(
-            f"    {mode:8s} wall p50 {v['wall_p50_ms']:7.1f}  p95 {v['wall_p95_ms']:7.1f}   "
-            f"database p50 {v['db_p50_ms']:7.1f}  p95 {v['db_p95_ms']:7.1f}"
-        )
-    lines.append("  rows per chunk: " + ", ".join(f"{t} {r:g}" for t, r in f.rows_per_chunk.items() if f.rows.get(t)))
-    if f.table_bytes_per_chunk:
-        total = sum(b for t, b in f.table_bytes_per_chunk.items() if " without " not in t)
-        lines.append(
-            f"  bytes on disk per chunk by table (each copied alone, indexes included; sum {total:,.0f} vs "
-            f"{f.disk_bytes_after_optimize / max(1, f.chunks):,.0f} for the store): "
-            + ", ".join(f"{t} {b:,.0f}" for t, b in sorted(f.table_bytes_per_chunk.items(), key=lambda kv: -kv[1]))
-        )
-    return "\n".join(lines)
-
-
-CHART_FIGURES = (
-    ("write_chunks_per_s", "database writes, chunks/s"),
-    ("write_rows_per_s", "database writes, rows/s"),
-    ("disk_bytes_per_chunk", "bytes on disk per chunk"),
-    ("disk_bytes_per_text_byte", "bytes on disk per byte of text"),
-    ("peak_rss_mb", "peak RSS, MB"),
-    ("open_s", "open, s"),
-    ("optimize_s", "optimize, s"),
-)
-
-
-def chart(results: list[SizeFigures], path: Path, log: Callable[[str], None] = print) -> Path:
-    """Each figure against size (log x), latency per mode in one panel; a CSV beside it when
-    matplotlib is missing."""
-    sizes = [r.chunks for r in results]
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        csv = path.with_suffix(".csv")
-        header = ["chunks"] + [k for k, _ in CHART_FIGURES] + [f"{m}_{p}" for m in MODES for p in ("wall_p50_ms", "db_p50_ms")]
-        rows = [
-            [str(r.chunks)]
-            + [f"{getattr(r, k):.3f}" for k, _ in CHART_FIGURES]
-            + [str(r.latency.get(m, {}).get(p, "")) for m in MODES for p in ("wall_p50_ms", "db_p50_ms")]
-            for r in results
-        ]
-        csv.write_text("\n".join(",".join(row) for row in [header, *rows]) + "\n")
-        log(f"matplotlib is not installed: wrote {csv} instead of a chart")
-        return csv
-    fig, axes = plt.subplots(3, 3, figsize=(13, 10))
-    for ax, (key, label) in zip(axes.flat, CHART_FIGURES):
-        ax.plot(sizes, [getattr(r, key) for r in results], marker="o")
-        ax.set_xscale("log")
-        ax.set_title(label, fontsize=10)
-    for ax, part in zip(list(axes.flat)[len(CHART_FIGURES) :], ("wall", "db")):
-        for mode in MODES:
-            if all(mode in r.latency for r in results):
-                ax.plot(sizes, [r.latency[mode][f"{part}_p50_ms"] for r in results], marker="o", label=mode)
-        ax.set_xscale("log")
-        ax.set_title(f"{'wall-clock' if part == 'wall' else 'database'} p50 per mode, ms (no embedding)", fontsize=10)
-        ax.legend(fontsize=8)
-    for ax in axes.flat:
-        ax.set_xlabel("chunks", fontsize=8)
-        ax.set_xticks(sizes, [f"{size:,}" for size in sizes], fontsize=8)  # the sizes measured, not log-scale minor ticks
-        ax.minorticks_off()
-    fig.suptitle("surreal-kgrag on the embedded engine: figures against store size")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 def main(argv: list[str] | None = None) -> int:

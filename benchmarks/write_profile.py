@@ -28,8 +28,10 @@ from collections import defaultdict
 from pathlib import Path
 
 from query_profile import Recorder, _files
-from scale_benchmark import store_key, store_url
-from scale_corpus import DEFAULT_CORPORA, ROOT, Generator, load_real
+from scale_benchmark import store_key
+from scale_corpus import DEFAULT_CORPORA, ROOT, load_real
+from scale_disk import store_url
+from scale_generator import Generator
 
 from surreal_kgrag.db import SurrealStore
 from surreal_kgrag.ingest.config import IngestConfig

@@ -1,0 +1,126 @@
+"""What ``scale_benchmark.py`` measures at each size, and how it is printed and charted."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MODES = ("chunk", "concept", "hybrid", "graph")
+
+
+@dataclass
+class SizeFigures:
+    size: int
+    chunks: int = 0
+    documents: int = 0
+    text_bytes: int = 0
+    written_chunks: int = 0
+    written_edges: int = 0
+    written_rows: int = 0
+    prepare_s: float = 0.0
+    write_s: float = 0.0
+    concept_vectors_s: float = 0.0
+    index_s: float = 0.0
+    write_chunks_per_s: float = 0.0
+    write_edges_per_s: float = 0.0
+    write_rows_per_s: float = 0.0
+    load_chunks_per_s: float = 0.0
+    disk_bytes: int = 0
+    disk_bytes_per_chunk: float = 0.0
+    disk_bytes_per_text_byte: float = 0.0
+    disk_bytes_after_optimize: int = 0
+    peak_rss_mb: float = 0.0
+    open_s: float = 0.0
+    optimize_s: float = 0.0
+    settle_s: float = 0.0
+    latency: dict[str, dict[str, float]] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=dict)
+    rows_per_chunk: dict[str, float] = field(default_factory=dict)
+    table_bytes_per_chunk: dict[str, float] = field(default_factory=dict)  # --table-bytes only
+
+
+def format_size(f: SizeFigures, embed_ms: float) -> str:
+    lines = [
+        f"== {f.chunks:,} chunks ({f.documents:,} documents, {f.text_bytes / 1e6:.1f} MB of chunk text)",
+        f"  write (database, Writer): {f.write_chunks_per_s:,.1f} chunks/s, {f.write_edges_per_s:,.0f} edges/s, "
+        f"{f.write_rows_per_s:,.0f} rows/s ({f.written_chunks:,} chunks, {f.written_edges:,} edges, "
+        f"{f.written_rows:,} rows in {f.write_s:.1f} s)",
+        f"  load (prepare {f.prepare_s:.1f} s + write + concept vectors {f.concept_vectors_s:.1f} s + index {f.index_s:.1f} s): "
+        f"{f.load_chunks_per_s:,.1f} chunks/s",
+        f"  disk: {f.disk_bytes / 1e6:,.1f} MB = {f.disk_bytes_per_chunk / 1024:,.1f} KB/chunk, "
+        f"{f.disk_bytes_per_text_byte:,.1f} bytes per byte of text "
+        f"({f.disk_bytes_after_optimize / 1e6:,.1f} MB after optimize and queries)",
+        f"  open {f.open_s:.2f} s, optimize {f.optimize_s:.1f} s (then {f.settle_s:.0f} s until the engine was idle), "
+        f"peak RSS {f.peak_rss_mb:,.0f} MB",
+        f"  latency, ms (wall-clock of search(), question embedding EXCLUDED; MiniLM embeds one question in ~{embed_ms:.0f} ms here):",
+    ]
+    for mode, v in f.latency.items():
+        lines.append(
+            f"    {mode:8s} wall p50 {v['wall_p50_ms']:7.1f}  p95 {v['wall_p95_ms']:7.1f}   "
+            f"database p50 {v['db_p50_ms']:7.1f}  p95 {v['db_p95_ms']:7.1f}"
+        )
+    lines.append("  rows per chunk: " + ", ".join(f"{t} {r:g}" for t, r in f.rows_per_chunk.items() if f.rows.get(t)))
+    if f.table_bytes_per_chunk:
+        total = sum(b for t, b in f.table_bytes_per_chunk.items() if " without " not in t)
+        lines.append(
+            f"  bytes on disk per chunk by table (each copied alone, indexes included; sum {total:,.0f} vs "
+            f"{f.disk_bytes_after_optimize / max(1, f.chunks):,.0f} for the store): "
+            + ", ".join(f"{t} {b:,.0f}" for t, b in sorted(f.table_bytes_per_chunk.items(), key=lambda kv: -kv[1]))
+        )
+    return "\n".join(lines)
+
+
+CHART_FIGURES = (
+    ("write_chunks_per_s", "database writes, chunks/s"),
+    ("write_rows_per_s", "database writes, rows/s"),
+    ("disk_bytes_per_chunk", "bytes on disk per chunk"),
+    ("disk_bytes_per_text_byte", "bytes on disk per byte of text"),
+    ("peak_rss_mb", "peak RSS, MB"),
+    ("open_s", "open, s"),
+    ("optimize_s", "optimize, s"),
+)
+
+
+def chart(results: list[SizeFigures], path: Path, log: Callable[[str], None] = print) -> Path:
+    """Each figure against size (log x), latency per mode in one panel; a CSV beside it when
+    matplotlib is missing."""
+    sizes = [r.chunks for r in results]
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        csv = path.with_suffix(".csv")
+        header = ["chunks"] + [k for k, _ in CHART_FIGURES] + [f"{m}_{p}" for m in MODES for p in ("wall_p50_ms", "db_p50_ms")]
+        rows = [
+            [str(r.chunks)]
+            + [f"{getattr(r, k):.3f}" for k, _ in CHART_FIGURES]
+            + [str(r.latency.get(m, {}).get(p, "")) for m in MODES for p in ("wall_p50_ms", "db_p50_ms")]
+            for r in results
+        ]
+        csv.write_text("\n".join(",".join(row) for row in [header, *rows]) + "\n")
+        log(f"matplotlib is not installed: wrote {csv} instead of a chart")
+        return csv
+    fig, axes = plt.subplots(3, 3, figsize=(13, 10))
+    for ax, (key, label) in zip(axes.flat, CHART_FIGURES):
+        ax.plot(sizes, [getattr(r, key) for r in results], marker="o")
+        ax.set_xscale("log")
+        ax.set_title(label, fontsize=10)
+    for ax, part in zip(list(axes.flat)[len(CHART_FIGURES) :], ("wall", "db")):
+        for mode in MODES:
+            if all(mode in r.latency for r in results):
+                ax.plot(sizes, [r.latency[mode][f"{part}_p50_ms"] for r in results], marker="o", label=mode)
+        ax.set_xscale("log")
+        ax.set_title(f"{'wall-clock' if part == 'wall' else 'database'} p50 per mode, ms (no embedding)", fontsize=10)
+        ax.legend(fontsize=8)
+    for ax in axes.flat:
+        ax.set_xlabel("chunks", fontsize=8)
+        ax.set_xticks(sizes, [f"{size:,}" for size in sizes], fontsize=8)  # the sizes measured, not log-scale minor ticks
+        ax.minorticks_off()
+    fig.suptitle("surreal-kgrag on the embedded engine: figures against store size")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
