@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from surreal_kgrag import surql
 from surreal_kgrag.errors import QueryExecutionError
 from surreal_kgrag.extract import NOUN_PHRASE
 from surreal_kgrag.ids import concept_id
@@ -23,7 +24,6 @@ from surreal_kgrag.schema import ensure_schema
 from surreal_kgrag.stats import get_stats
 from surreal_kgrag.store import SurrealStore
 
-SURQL = Path(__file__).resolve().parents[1] / "surql"
 ENTRIES = 40_000  # over twice the cap
 DELTA_CONCAT = "RETURN array::len(array::concat($edges.map(|$e| { concept: $e.out, n: 1 }), $old.map(|$c| { concept: $c, n: -1 })));"
 DELTA_FLATTEN = (
@@ -44,7 +44,7 @@ def test_the_old_statement_hits_the_cap_and_the_new_one_does_not() -> None:
 
 def test_the_write_and_delete_statements_never_call_array_concat() -> None:
     for name in ("write_documents", "delete_documents"):
-        code = "\n".join(line.split("--")[0] for line in (SURQL / f"{name}.surql").read_text().splitlines())
+        code = "\n".join(line.split("--")[0] for line in surql.load(name).splitlines())  # fragments expanded
         assert "array::concat" not in code, name
         assert "array::flatten" in code or name == "delete_documents"
 
