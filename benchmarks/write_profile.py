@@ -13,6 +13,12 @@ the largest statements numbered from 1 in their file (``LET`` statements include
 ``query_profile.py`` numbers them); and the Python functions that took the most time of their own.
 ``--check`` then runs ``check_adjacency.surql`` on the copy: every concept's chunk count and chunk
 list, and every chunk's list of single concepts, against the edges (a minute at 10k chunks).
+
+``--floor`` then writes the same groups (the same rows, the forward bridges the write found included)
+into two more copies with ``write_floor.surql``: the documents, chunks, full-text rows, concepts and
+edges alone, nothing derived from them; once with the search indexes and once with the HNSW and BM25
+indexes removed from the copy. The engine's rate for the design's rows at this size, beside the
+library's: what is left to gain in the library, and what no write path on this engine can pass.
 """
 
 from __future__ import annotations
@@ -25,20 +31,25 @@ import shutil
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from query_profile import Recorder, _files
-from scale_benchmark import store_key
+from scale_benchmark import store_key, wait_until_idle
 from scale_corpus import DEFAULT_CORPORA, ROOT, load_real
 from scale_disk import store_url
 from scale_generator import Generator
 
 from surreal_kgrag.db import SurrealStore
+from surreal_kgrag.db.catalog import SEARCH_INDEXES
+from surreal_kgrag.ingest.concepts import concept_record
 from surreal_kgrag.ingest.config import IngestConfig
-from surreal_kgrag.ingest.records import prepare
+from surreal_kgrag.ingest.records import PreparedDocument, groups, prepare
 from surreal_kgrag.ingest.writer import Writer
-from surreal_kgrag.models import IngestSummary
+from surreal_kgrag.models import ConceptMention, IngestSummary
 from surreal_kgrag.schema import ensure_schema
+from surreal_kgrag.surql import Identifier
 
 
 def main() -> int:
@@ -48,6 +59,7 @@ def main() -> int:
     parser.add_argument("--statements", type=int, default=6, help="largest statements printed per query file")
     parser.add_argument("--functions", type=int, default=8, help="Python functions printed")
     parser.add_argument("--check", action="store_true", help="compare the adjacency lists with the edges after")
+    parser.add_argument("--floor", action="store_true", help="the same rows alone (write_floor.surql), with and without the search indexes")
     args = parser.parse_args()
     marker = args.store_dir / "progress.json"
     if not marker.is_file():
@@ -61,11 +73,9 @@ def main() -> int:
         return 2
     start = int(progress["documents"])
     config = IngestConfig()
+    prepared = [prepare(work, gen.metadata.extract_document(work.doc)) for work in gen.works(start, start + args.documents)]
     with tempfile.TemporaryDirectory(dir=args.store_dir.parent) as folder:
-        copy = Path(folder) / "kg"
-        shutil.copytree(args.store_dir / "kg", copy)
-        with SurrealStore(store_url(copy)) as store:
-            ensure_schema(store, dimension=real.dimension, embedder=real.embedder_name, settings=config.index)
+        with _copy(args.store_dir, Path(folder) / "writer", real.dimension, real.embedder_name, config) as store:
             summary = IngestSummary()
             writer = Writer(
                 store,
@@ -74,7 +84,6 @@ def main() -> int:
                 group_chunks=config.group_chunks,
                 vector_min_chunks=config.concept_vector_min_chunks,
             )
-            prepared = [prepare(work, gen.metadata.extract_document(work.doc)) for work in gen.works(start, start + args.documents)]
             profiler = cProfile.Profile()
             with Recorder(_files()) as recorder:
                 started = time.perf_counter()
@@ -87,11 +96,75 @@ def main() -> int:
                 f"in {wall:.1f} s, {summary.chunks / wall:.1f} chunks/s"
             )
             report(recorder, summary.chunks, args.statements)
+            print(settled())
             pstats.Stats(profiler).sort_stats("tottime").print_stats(args.functions)
             if args.check:
                 started = time.perf_counter()
                 print("check (check_adjacency.surql):", store.query("check_adjacency")[-1], f"({time.perf_counter() - started:.0f} s)")
+        if args.floor:
+            for label, indexed in (("with the search indexes", True), ("without the HNSW and BM25 indexes", False)):
+                with _copy(args.store_dir, Path(folder) / f"floor-{indexed}", real.dimension, real.embedder_name, config) as store:
+                    if not indexed:
+                        _remove_search_indexes(store)
+                    with Recorder(_files()) as recorder:
+                        started = time.perf_counter()
+                        chunks, edges = write_floor(store, prepared, config)
+                        wall = time.perf_counter() - started
+                    print(f"the design's rows alone, {label}: {chunks} chunks, {edges} edges in {wall:.1f} s, {chunks / wall:.1f} chunks/s")
+                    report(recorder, chunks, args.statements)
+                    print(settled())
     return 0
+
+
+def settled() -> str:
+    """What the engine did in the background after the writes returned (the HNSW index takes new
+    vectors into its graph there, surrealdb#6878): until this process used under a tenth of a core
+    over 2 s."""
+    cpu = time.process_time()
+    wall = wait_until_idle(limit_s=900)
+    return f"  then busy in the background: {wall:.1f} s until idle (the last 2 s idle included), {time.process_time() - cpu:.1f} s of CPU"
+
+
+@contextmanager
+def _copy(kept: Path, copy: Path, dimension: int, embedder: str, config: IngestConfig) -> Iterator[SurrealStore]:
+    """An open copy of the kept store, removed after."""
+    shutil.copytree(kept / "kg", copy)
+    try:
+        with SurrealStore(store_url(copy)) as store:
+            ensure_schema(store, dimension=dimension, embedder=embedder, settings=config.index)
+            yield store
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+
+
+def write_floor(store: SurrealStore, prepared: list[PreparedDocument], config: IngestConfig) -> tuple[int, int]:
+    """The groups the ingest would write, each as ``write_floor.surql``; returns (chunks, edges)."""
+    chunks = edges = 0
+    for group in groups(prepared, config.group_size, config.group_chunks):
+        mentions: dict[str, ConceptMention] = {}
+        for item in group:
+            for name, mention in item.concepts.items():
+                mentions.setdefault(name, mention)
+        params = {
+            "documents": [item.record for item in group],
+            "concepts": [concept_record(mentions[name]) for name in sorted(mentions)],
+            "chunks": [c for item in group for c in item.chunks],
+            "texts": [t for item in group for t in item.texts],
+            "edges": [e for item in group for e in item.edges],
+        }
+        store.query("write_floor", params)
+        chunks += len(params["chunks"])
+        edges += len(params["edges"])
+    return chunks, edges
+
+
+def _remove_search_indexes(store: SurrealStore) -> None:
+    """The chunks' HNSW and the texts' BM25 index, every generation of them."""
+    tables = dict(zip((index.table for index in SEARCH_INDEXES.values()), store.query("index_list")))
+    for index in (SEARCH_INDEXES["chunk"], SEARCH_INDEXES["text"]):
+        for name in tables[index.table]["indexes"]:
+            if index.generation_of(name) is not None:
+                store.query("index_remove", index=Identifier(name), table=Identifier(index.table))
 
 
 def report(recorder: Recorder, chunks: int, top: int) -> None:

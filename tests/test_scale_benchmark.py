@@ -106,3 +106,38 @@ def test_a_tiny_store_is_built_appended_to_and_measured(bench, real, tmp_path, c
         assert 0 < v["db_p50_ms"] <= v["wall_p50_ms"] + 1, mode
     chart = bench.chart([*first, figures], tmp_path / "scale.png", log=print)
     assert chart.is_file() and chart.stat().st_size > 0
+
+
+def test_the_write_floor_writes_the_design_rows_alone(bench, real, tmp_path):
+    """write_profile.py --floor: the groups the ingest would write, as write_floor.surql, hold
+    every document, chunk, full-text row and edge, and nothing derived (no counts, terms or lists);
+    the copy without search indexes has no HNSW or BM25 index on the chunks."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import write_profile
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    from surreal_kgrag.db import SurrealStore
+    from surreal_kgrag.ingest.config import IngestConfig
+    from surreal_kgrag.ingest.records import prepare
+    from surreal_kgrag.schema import ensure_schema
+
+    gen = bench.Generator(real)
+    prepared = [prepare(work, gen.metadata.extract_document(work.doc)) for work in gen.works(0, 60)]
+    config = IngestConfig()
+    with SurrealStore(f"surrealkv://{tmp_path / 'floor'}") as store:
+        ensure_schema(store, dimension=real.dimension, embedder=real.embedder_name, settings=config.index)
+        chunks, edges = write_profile.write_floor(store, prepared, config)
+        counts = store.query("table_counts")[-1]
+        assert chunks == sum(len(p.chunks) for p in prepared) and edges == sum(len(p.edges) for p in prepared)
+        assert counts["document"] == 60 and counts["chunk"] == counts["chunk_text"] == chunks
+        assert counts["MENTIONS_CONCEPT"] == edges
+        assert counts["concept"] == len({name for p in prepared for name in p.concepts})
+        assert counts["term"] == 0 and counts["concept_df"] == 0
+        before = [set(info["indexes"]) for info in store.query("index_list")]
+        write_profile._remove_search_indexes(store)
+        after = [set(info["indexes"]) for info in store.query("index_list")]
+    assert any(n.startswith("chunk_embedding") for n in before[0]) and any(n.startswith("chunk_text_search") for n in before[2])
+    assert not any(n.startswith("chunk_embedding") for n in after[0])
+    assert not any(n.startswith("chunk_text_search") for n in after[2])
+    assert after[1] == before[1]  # the concept vectors' index stays
