@@ -33,7 +33,8 @@ __all__ = [
 # 9: a concept's vector in a `concept_vector` row of its own, with the HNSW index (migrated from 8 on open).
 # 10: each chunk's `single` list of the concepts no other chunk mentions (migrated from 9 on open).
 # 11: the `document_name_count` view counts the documents that carry each name (migrated from 10 on open).
-SCHEMA_VERSION = 11
+# 12: no UNIQUE index on `concept.name`, which is the concept's id (removed from 11 on open).
+SCHEMA_VERSION = 12
 # Older schema versions this one can bring up to date in place: version -> the SurrealQL file that
 # takes a store from that version to the next one (applied in turn).
 MIGRATIONS: dict[int, str] = {
@@ -44,6 +45,7 @@ MIGRATIONS: dict[int, str] = {
     8: "migrate_v8_concept_vector_rows",
     9: "migrate_v9_single_concepts",
     10: "migrate_v10_name_counts",
+    11: "migrate_v11_concept_name_index",
 }
 #: A concept's chunks are listed in `concept_chunks` while at most this many chunks mention it (the
 #: SurrealQL that keeps the lists reads it as ``{{chunk_list_max}}``); the graph modes walk no concept in more.

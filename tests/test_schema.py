@@ -119,7 +119,7 @@ def test_store_from_before_the_graph_schema_asks_for_a_new_ingest(version):
         store.query("store_meta_write", {"meta": {"dimension": 4, "embedder": "e", "schema_version": version}})
         with pytest.raises(SchemaMismatchError, match=f"store schema {version}.*Ingest your documents again"):
             ensure_schema(store, dimension=4, embedder="e")
-    assert SCHEMA_VERSION == 11
+    assert SCHEMA_VERSION == 12
 
 
 def test_a_schema_4_store_gains_its_concept_chunk_counts_in_place(minilm, spacy_extractor):
@@ -191,6 +191,28 @@ def test_a_schema_8_store_moves_its_concept_vectors_into_rows_of_their_own(minil
             {"v": before["london"]},
         )[-1]
         assert nearest == ["london"]
+
+
+def test_a_schema_11_store_loses_the_index_on_concept_names(minilm, spacy_extractor):
+    """Schema 12 has no UNIQUE index on `concept.name` (a concept's id is its name): a store written
+    with it loses it on open, keeps every concept, and a later ingest still finds the concepts it
+    shares with the stored documents."""
+    with SurrealStore("mem://") as store:
+        ingestor = Ingestor(store, embedder=minilm, extractor=spacy_extractor)
+        ingestor.ingest_texts(["Ada Lovelace wrote to Charles Babbage.", "Charles Babbage built the engine."], ids=["a", "b"])
+        assert "concept_name" not in _definitions(store)["tables"]["concept"]["indexes"]
+        store.query_text("test: as schema 11", "DEFINE INDEX concept_name ON concept FIELDS name UNIQUE;")
+        meta = store.query("store_meta")[-1]
+        store.query("store_meta_write", {"meta": {**meta, "schema_version": 11}})
+        counts = dict(store.query("concept_chunk_counts")[-1])
+        ensure_schema(store, dimension=minilm.dimension, embedder=minilm.name)
+        assert store.query("store_meta")[-1]["schema_version"] == SCHEMA_VERSION
+        assert "concept_name" not in _definitions(store)["tables"]["concept"]["indexes"]
+        assert dict(store.query("concept_chunk_counts")[-1]) == counts
+        Ingestor(store, embedder=minilm, extractor=spacy_extractor).ingest_texts(["Ada Lovelace met Charles Babbage again."], ids=["c"])
+        after = dict(store.query("concept_chunk_counts")[-1])
+        assert after["charles babbage"] == counts["charles babbage"] + 1 and after["ada lovelace"] == counts["ada lovelace"] + 1
+        assert not any(store.query("check_integrity")[-1].values())
 
 
 def test_a_schema_7_store_gains_its_title_rows(minilm, spacy_extractor):
