@@ -116,19 +116,25 @@ CITY = [
 def test_reverse_bridge_search_names_the_three_rarest_words_of_a_title(minilm):
     """A new title's stored mentions are searched by its three rarest words (a common word's postings
     grow with the store), the phrase checked after: a chunk with those words but not the common
-    "city" is a candidate; a title with a word no chunk has searches nothing; and the bridge from
+    "city" is a candidate, and so is one without a word in more chunks than the search's limit
+    when the rarest word is in fewer; a title with a word no chunk has searches nothing; and the bridge from
     the chunk that names the whole title is still found."""
     extractor = CallableConceptExtractor(_no_concepts)
     with SurrealStore("mem://") as store:
         _ingest(store, minilm, extractor, _docs(CITY))
 
-        def candidates(title: str) -> set[str]:
+        def candidates(title: str, limit: int = 50) -> set[str]:
             names = [{"id": RecordID("concept", title.lower()), "words": title.split()}]
-            found = store.query("title_mentions", {"names": names, "doc_ids": [], "limit": 50}, scope=NO_FILTER)[-1]
+            found = store.query("title_mentions", {"names": names, "doc_ids": [], "limit": limit}, scope=NO_FILTER)[-1]
             return {str(hit["doc"].id) for hit in found[0]["hits"]}
 
         assert candidates("Old Mill Quarter City") == {"guide", "walks"}  # "guide" lacks "city"
         assert candidates("Old Mill Quarter Zeppelin") == set()  # no chunk has "zeppelin"
+        # "city" (8 chunks) is searched while the limit exceeds its count; past it, it is left out:
+        # the rarest word's 2 chunks hold every chunk with the title, and the limit cuts none of them.
+        assert candidates("Mill Quarter City") == {"walks"}
+        assert candidates("Mill Quarter City", limit=5) == {"guide", "walks"}
+        assert candidates("Mill Quarter City", limit=1) == {"walks"}  # rarest past the limit: every word
         _ingest(store, minilm, extractor, _docs([("omqc", "Old Mill Quarter City", "A district of old mills by the river.")]))
         bridged = {doc for doc, concept, own in _edges(store) if concept == "old mill quarter city" and not own}
         assert bridged == {"walks"}
