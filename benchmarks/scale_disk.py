@@ -10,8 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from surreal_kgrag.db import SurrealStore
+from surreal_kgrag.db.catalog import SEARCH_INDEXES
 from surreal_kgrag.ingest.config import IngestConfig
 from surreal_kgrag.schema import ensure_schema
+from surreal_kgrag.surql import Identifier
 
 
 def store_url(path: Path) -> str:
@@ -47,14 +49,21 @@ COPIED_TABLES = (
 COPY_PAGE = 2000
 
 
+def remove_search_index(store: SurrealStore, key: str) -> None:
+    """Every generation of the search index ``key`` (``SEARCH_INDEXES``: chunk, concept, text) on its table."""
+    index = SEARCH_INDEXES[key]
+    tables = dict(zip((i.table for i in SEARCH_INDEXES.values()), store.query("index_list")))
+    for name in tables[index.table]["indexes"]:
+        if index.generation_of(name) is not None:
+            store.query("index_remove", index=Identifier(name), table=Identifier(index.table))
+
+
 def table_bytes(path: Path, work_dir: Path, dimension: int, embedder: str, log: Callable[[str], None] = print) -> dict[str, int]:
     """Bytes on disk each table takes with its indexes: its rows copied alone into an empty store (the
     product's schema, the search indexes rebuilt), ``du`` of that store minus ``du`` of an empty one;
     for chunk, chunk_text and concept also without their search index. The sum need not equal the
     whole store's size (compaction differs), but the shares say where the bytes go. Minutes at 10k
     chunks: meant for the smaller sizes."""
-    from surreal_kgrag.db.catalog import SEARCH_INDEXES
-    from surreal_kgrag.surql import Identifier
 
     def fresh(name: str) -> SurrealStore:
         target = SurrealStore(store_url(work_dir / name))
@@ -72,8 +81,7 @@ def table_bytes(path: Path, work_dir: Path, dimension: int, embedder: str, log: 
             folder = label.replace(" ", "_")
             with fresh(folder) as target:
                 if left_out is not None:
-                    live = target.index_states()[left_out].name
-                    target.query("index_remove", index=Identifier(live), table=Identifier(SEARCH_INDEXES[left_out].table))
+                    remove_search_index(target, left_out)
                 start = 0
                 while True:
                     rows = source.query("scale_copy_rows", table=Identifier(table), start=start, limit=COPY_PAGE)[-1]

@@ -38,18 +38,15 @@ from pathlib import Path
 from query_profile import Recorder, _files
 from scale_benchmark import store_key, wait_until_idle
 from scale_corpus import DEFAULT_CORPORA, ROOT, load_real
-from scale_disk import store_url
+from scale_disk import remove_search_index, store_url
 from scale_generator import Generator
 
 from surreal_kgrag.db import SurrealStore
-from surreal_kgrag.db.catalog import SEARCH_INDEXES
-from surreal_kgrag.ingest.concepts import concept_record
 from surreal_kgrag.ingest.config import IngestConfig
 from surreal_kgrag.ingest.records import PreparedDocument, groups, prepare
-from surreal_kgrag.ingest.writer import Writer
-from surreal_kgrag.models import ConceptMention, IngestSummary
+from surreal_kgrag.ingest.writer import Writer, concept_records
+from surreal_kgrag.models import IngestSummary
 from surreal_kgrag.schema import ensure_schema
-from surreal_kgrag.surql import Identifier
 
 
 def main() -> int:
@@ -105,7 +102,8 @@ def main() -> int:
             for label, indexed in (("with the search indexes", True), ("without the HNSW and BM25 indexes", False)):
                 with _copy(args.store_dir, Path(folder) / f"floor-{indexed}", real.dimension, real.embedder_name, config) as store:
                     if not indexed:
-                        _remove_search_indexes(store)
+                        for key in ("chunk", "text"):
+                            remove_search_index(store, key)
                     with Recorder(_files()) as recorder:
                         started = time.perf_counter()
                         chunks, edges = write_floor(store, prepared, config)
@@ -141,13 +139,9 @@ def write_floor(store: SurrealStore, prepared: list[PreparedDocument], config: I
     """The groups the ingest would write, each as ``write_floor.surql``; returns (chunks, edges)."""
     chunks = edges = 0
     for group in groups(prepared, config.group_size, config.group_chunks):
-        mentions: dict[str, ConceptMention] = {}
-        for item in group:
-            for name, mention in item.concepts.items():
-                mentions.setdefault(name, mention)
         params = {
             "documents": [item.record for item in group],
-            "concepts": [concept_record(mentions[name]) for name in sorted(mentions)],
+            "concepts": concept_records(group),
             "chunks": [c for item in group for c in item.chunks],
             "texts": [t for item in group for t in item.texts],
             "edges": [e for item in group for e in item.edges],
@@ -156,15 +150,6 @@ def write_floor(store: SurrealStore, prepared: list[PreparedDocument], config: I
         chunks += len(params["chunks"])
         edges += len(params["edges"])
     return chunks, edges
-
-
-def _remove_search_indexes(store: SurrealStore) -> None:
-    """The chunks' HNSW and the texts' BM25 index, every generation of them."""
-    tables = dict(zip((index.table for index in SEARCH_INDEXES.values()), store.query("index_list")))
-    for index in (SEARCH_INDEXES["chunk"], SEARCH_INDEXES["text"]):
-        for name in tables[index.table]["indexes"]:
-            if index.generation_of(name) is not None:
-                store.query("index_remove", index=Identifier(name), table=Identifier(index.table))
 
 
 def report(recorder: Recorder, chunks: int, top: int) -> None:

@@ -135,7 +135,8 @@ def test_the_write_floor_writes_the_design_rows_alone(bench, real, tmp_path):
         assert counts["concept"] == len({name for p in prepared for name in p.concepts})
         assert counts["term"] == 0 and counts["concept_df"] == 0
         before = [set(info["indexes"]) for info in store.query("index_list")]
-        write_profile._remove_search_indexes(store)
+        for key in ("chunk", "text"):
+            write_profile.remove_search_index(store, key)
         after = [set(info["indexes"]) for info in store.query("index_list")]
     assert any(n.startswith("chunk_embedding") for n in before[0]) and any(n.startswith("chunk_text_search") for n in before[2])
     assert not any(n.startswith("chunk_embedding") for n in after[0])

@@ -130,11 +130,7 @@ class Writer:
         bridges = link(self.store, group, self.scope)  # adds forward bridges to the group's edges and concepts
         whole = counted is None
         first = [] if counted is None else _first_mentions(group, counted)
-        mentions: dict[str, ConceptMention] = {}
-        for item in group:
-            for name, mention in item.concepts.items():
-                mentions.setdefault(name, mention)  # the first document's mention names a new concept
-        concepts = [concept_record(mentions[name]) for name in sorted(mentions)]
+        concepts = concept_records(group)
         created: int = self.store.query(
             "write_documents",
             {
@@ -182,6 +178,16 @@ class Writer:
         self.summary.chunks += chunks
         self.summary.concepts += created
         self.on_written(len(group), chunks)
+
+
+def concept_records(group: list[PreparedDocument]) -> list[dict[str, Any]]:
+    """A record for every concept the group mentions, by name; the first document's mention names a
+    concept the write creates."""
+    mentions: dict[str, ConceptMention] = {}
+    for item in group:
+        for name, mention in item.concepts.items():
+            mentions.setdefault(name, mention)
+    return [concept_record(mentions[name]) for name in sorted(mentions)]
 
 
 def _first_mentions(group: list[PreparedDocument], counted: set[Any]) -> list[dict[str, Any]]:
