@@ -10,6 +10,7 @@ from .base import Embedder
 from .frameworks import LangChainEmbedder, LlamaIndexEmbedder
 from .local import DEFAULT_MODEL, SentenceTransformerEmbedder
 from .openai_api import OpenAIEmbedder, openai_client
+from .process import ProcessEmbedding, in_own_process
 from .resolve import resolve_embedder
 
 __all__ = [
@@ -18,7 +19,9 @@ __all__ = [
     "LangChainEmbedder",
     "LlamaIndexEmbedder",
     "OpenAIEmbedder",
+    "ProcessEmbedding",
     "SentenceTransformerEmbedder",
+    "in_own_process",
     "openai_client",
     "resolve_embedder",
 ]

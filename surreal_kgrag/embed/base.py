@@ -43,6 +43,11 @@ class BaseEmbedder:
     """Input checks, output checks and normalisation shared by the adapters."""
 
     _dimension: int | None = None
+    #: Whether embedding a text leaves this interpreter free (a remote service, a child process), so
+    #: a search runs the parts that need no vector while it waits (``Start`` in
+    #: :mod:`surreal_kgrag.retrieval.plan`). A model run in this process holds the interpreter
+    #: for much of its time, and running it beside the engine's queries was slower, not faster.
+    embeds_elsewhere: bool = False
 
     @property
     def name(self) -> str:

@@ -24,6 +24,9 @@ class OpenAIEmbedder(BaseEmbedder):
     otherwise learned from the first response (``.dimension`` makes a probe request if needed).
     """
 
+    #: The service embeds while this process waits on a socket: a search runs its other parts meanwhile.
+    embeds_elsewhere = True
+
     def __init__(
         self,
         model: str = "text-embedding-3-small",

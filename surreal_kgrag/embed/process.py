@@ -1,16 +1,21 @@
-"""A local model's document embedding in a process of its own, for long ingest runs.
+"""A local model's embedding in a process of its own, for long ingest runs and busy retrievers.
 
 In one process, the model's forward pass waits for the GIL between operations, and during an ingest
 spaCy's Python and the embedded engine's queries hold it (the engine's blocking connection does not
 release it while a query runs). In a process of its own the model never waits for them: the 20 sec10q
 filings ingested in 257.8 s against 351.5 s in one process (the same script, a quiet machine).
 
+A retriever gains the same way: while the child embeds a question, the search reads it (spaCy in
+hybrid mode, its n-grams) and runs the queries that need no vector (BM25, the names it contains),
+instead of doing one after the other (:func:`in_own_process`; ``benchmarks/query_profile.py
+--embedding-process``).
+
 The child is ``python -c`` running :func:`_serve`: it loads the same model (by name or folder,
-on the same device, with the same batch size) and answers lists of texts with their vectors over its
-stdin and stdout. Nothing of the caller's ``__main__`` runs in it, so a script without an
-``if __name__ == "__main__"`` guard is safe. The parent keeps its own copy of the model for
-questions, for the texts it embeds before the child is ready, and for every text after the child
-failed (logged once): an ingest never fails because the child did.
+on the same device, with the same batch size) and answers lists of texts, or one question, with
+their vectors over its stdin and stdout. Nothing of the caller's ``__main__`` runs in it, so a
+script without an ``if __name__ == "__main__"`` guard is safe. The parent keeps its own copy of the
+model for the texts it embeds before the child is ready, and for every text after the child failed
+(logged once): an ingest or a search never fails because the child did.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 import numpy as np
+
+from ..errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
 
@@ -93,10 +100,24 @@ class ProcessEmbedding:
         """Whether documents are embedded by the child now."""
         return self._ready.is_set() and not self._failed
 
+    @property
+    def embeds_elsewhere(self) -> bool:
+        """Whether a question is embedded by the child now: a search then runs its other parts while
+        it waits (``Start`` in :mod:`surreal_kgrag.retrieval.plan`)."""
+        return self.in_child
+
     def embed_query(self, text: str) -> np.ndarray:
+        with self._lock:
+            if self.in_child:
+                try:
+                    return self._ask({"query": text})[0]
+                except (OSError, EOFError, ValueError, RuntimeError) as error:
+                    self._fail(error)
         return self._embedder.embed_query(text)
 
     async def aembed_query(self, text: str) -> np.ndarray:
+        if self.in_child:
+            return await asyncio.to_thread(self.embed_query, text)
         return await self._embedder.aembed_query(text)
 
     async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
@@ -159,7 +180,8 @@ class ProcessEmbedding:
                 self._fail(RuntimeError(payload.decode(errors="replace")))
         self._settled.set()
 
-    def _ask(self, texts: list[str]) -> np.ndarray:
+    def _ask(self, texts: list[str] | dict[str, str]) -> np.ndarray:
+        """The child's vectors for a list of documents, or for ``{"query": text}``."""
         child = self._child
         assert child is not None and child.stdin is not None
         request = json.dumps(texts).encode()
@@ -168,10 +190,11 @@ class ProcessEmbedding:
         kind, payload = _read_reply(child.stdout)
         if kind != b"V":
             raise RuntimeError(payload.decode(errors="replace"))
+        rows = 1 if isinstance(texts, dict) else len(texts)
         vectors = np.frombuffer(payload, dtype=np.float32)
-        if vectors.size % len(texts):
-            raise ValueError(f"the child returned {vectors.size} floats for {len(texts)} texts")
-        return vectors.reshape(len(texts), -1).copy()
+        if vectors.size % rows:
+            raise ValueError(f"the child returned {vectors.size} floats for {rows} texts")
+        return vectors.reshape(rows, -1).copy()
 
     def _fail(self, error: BaseException) -> None:
         """Embed in the parent from now on; stop the child (called with the lock held)."""
@@ -201,6 +224,23 @@ def in_child_process(embedder: Any, setting: bool | None) -> Any:
     mode = start_mode(embedder, setting)
     spec = _spec_of(embedder)
     return embedder if mode is None or spec is None else ProcessEmbedding(embedder, spec, mode)
+
+
+def in_own_process(embedder: Any) -> ProcessEmbedding:
+    """``embedder`` (a local model loaded by name) with its questions and documents embedded by a
+    child process started now; use it as a context manager, or call ``close``, to end the child.
+
+    For a retriever that answers many questions: while the child embeds a question, the hybrid and
+    graph modes read it and run their queries that need no vector, so the embedding's time is
+    spent beside theirs. The child holds a second copy of the model (about 0.5 GB for MiniLM) and
+    takes a few seconds to load it; questions asked meanwhile are embedded in this process."""
+    spec = _spec_of(embedder)
+    if spec is None:
+        raise ConfigurationError(
+            f"{embedder!r} cannot be loaded in another process: pass a SentenceTransformerEmbedder made from a model "
+            "name or folder, not from a loaded model object"
+        )
+    return ProcessEmbedding(embedder, spec, "now")
 
 
 def available_memory() -> int:
@@ -267,6 +307,7 @@ def _serve(spec: dict[str, Any]) -> None:
             return
         try:
             texts = json.loads(stdin.read(length))
-            reply(b"V", np.ascontiguousarray(embedder.embed_documents(texts), dtype=np.float32).tobytes())
+            vectors = embedder.embed_query(texts["query"])[None, :] if isinstance(texts, dict) else embedder.embed_documents(texts)
+            reply(b"V", np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
         except Exception as error:
             reply(b"E", f"{type(error).__name__}: {error}".encode())

@@ -20,7 +20,7 @@ from ..errors import ConfigurationError
 from ..surql import CompiledFilter
 from . import plan as plans
 from .config import RetrieverConfig
-from .plan import Call, Plan
+from .plan import Call, Plan, Start, Started, Wait
 from .results import EMBED, RERANK, RetrievalResult, RetrievedDocument, Timings
 from .scope import Scope
 
@@ -35,12 +35,16 @@ class Request(BaseModel):
     fetch: int = Field(description="documents the plan ranks: k, or the rerank pool")
     scope: Scope = Field(description="what the caller may read")
     filter: CompiledFilter = Field(description="the scope ANDed with the call's filter")
-    embedding: list[float]
+    embedding: list[float] | None = Field(description="the query's embedding; None while it is being computed")
+    embedding_started: Started | None = Field(None, description="the embedding's call, when it runs beside the plan")
     concepts: list[str] = Field(default_factory=list)
 
     @property
     def vector(self) -> np.ndarray:
-        """The embedding as float32: the embedded engine's encoder packs it in one step."""
+        """The embedding as float32: the embedded engine's encoder packs it in one step. A plan
+        reads it after ``yield from retriever.embedded(request)``."""
+        if self.embedding is None:
+            raise RuntimeError("the query's embedding is still being computed: yield from embedded(request) first")
         return np.asarray(self.embedding, dtype=np.float32)
 
 
@@ -199,18 +203,34 @@ class BaseRetriever:
         fetch = max(k, self.config.rerank_pool) if self.reranker is not None else k
         narrowed = self.scope.narrow(scope)
         compiled = narrowed.restrict(filters)
+        started = None
         if embedding is None:
-            embedding = yield from self._embed(query)
-        request = Request(query=query, k=k, fetch=fetch, scope=narrowed, filter=compiled, embedding=list(embedding))
+            embedding = self._embeddings.lookup(query)
+        if embedding is None:
+            call = Call(partial(self.embedder.embed_query, query), partial(self.embedder.aembed_query, query), EMBED)
+            started = yield Start(call, beside=bool(getattr(self.embedder, "embeds_elsewhere", False)))
+        request = Request(
+            query=query,
+            k=k,
+            fetch=fetch,
+            scope=narrowed,
+            filter=compiled,
+            embedding=None if embedding is None else list(embedding),
+            embedding_started=started,
+        )
         yield from self._analyze(request)
         return request
 
-    def _embed(self, query: str) -> Plan[list[float]]:
-        cached = self._embeddings.lookup(query)
-        if cached is not None:
-            return cached
-        vector = yield Call(partial(self.embedder.embed_query, query), partial(self.embedder.aembed_query, query), EMBED)
-        return self._embeddings.remember(query, _as_list(vector))
+    def embedded(self, request: Request) -> Plan[list[float]]:
+        """The request's embedding, waited for if it is still being computed. An embedder whose
+        work does not hold this interpreter (``embeds_elsewhere``: a remote service, a child
+        process) embeds the question while the plan reads it and runs the queries that need no
+        vector; the wait is what the search's ``embed`` part counts."""
+        if request.embedding is None:
+            assert request.embedding_started is not None
+            vector = yield Wait(request.embedding_started, EMBED)
+            request.embedding = self._embeddings.remember(request.query, _as_list(vector))
+        return request.embedding
 
     def _analyze(self, request: Request) -> Plan[None]:
         """Work a mode needs before its queries (hybrid: the concepts the query names)."""
@@ -221,6 +241,7 @@ class BaseRetriever:
         # A reranker that reads the store reads within the request's scope.
         scoped = getattr(self.reranker, "scoped", None)
         reranker = scoped(request.scope) if scoped is not None else self.reranker
+        yield from self.embedded(request)
         options = {"k": request.k, "query_embedding": request.embedding}
         arerank = getattr(reranker, "arerank", None)
         return (

@@ -69,6 +69,7 @@ class GraphRetriever(HybridRetriever):
         text = yield Compute(partial(hits_of, results[1][-1] if words else [], "text"), RANK)
         named_docs = (yield from self._named_documents(request, results[-1][-1], spans, periods)) if self._uses_documents() else []
         pool.unread = [doc for doc, _, _ in named_docs]  # their passages come from the first subgraph's KNN
+        yield from self.embedded(request)  # the queries before need no vector: they ran while it was computed
         while pool.size is not None:
             query = yield from self._subgraph(request, names, text, pool)
             out = listed((yield query)[-1], config)

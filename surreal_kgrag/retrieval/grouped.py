@@ -20,6 +20,7 @@ class GroupedRetriever(BaseRetriever):
 
     def _plan(self, request: Request) -> Plan[list[RetrievedDocument]]:
         limit = request.fetch if self.config.aggregate == "max" and self.config.group_by == "document" else 10_000
+        yield from self.embedded(request)
         params = {
             "embedding": request.vector,
             "threshold": self.config.threshold,

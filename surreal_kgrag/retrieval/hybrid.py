@@ -137,6 +137,7 @@ class HybridRetriever(BaseRetriever):
         text = yield Compute(partial(hits_of, results[0][-1] if words else [], "text"), RANK)
         named = (yield from self._named_documents(request, results[-1][-1], spans, periods)) if self._uses_documents() else []
         pool.unread = [doc for doc, _, _ in named]  # their passages come from the first pool's KNN
+        yield from self.embedded(request)  # the queries before need no vector: they ran while it was computed
         channels: dict[str, list[Hit]] = {}
         while pool.size is not None:
             out = (yield self._knn_query(request, chunk_total, pool))[-1]

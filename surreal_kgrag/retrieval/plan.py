@@ -10,7 +10,9 @@ A *plan* is a generator that yields the I/O it needs and receives the answers:
   drivers and timed under its bucket, so a search can say where its wall-clock time went;
 - :class:`Gather`: several calls at once, at most ``limit`` in flight; the answer lists each call's
   value or the :class:`~surreal_kgrag.errors.KGRagError` it raised, so one failure does not stop
-  the others.
+  the others;
+- :class:`Start` and :class:`Wait`: a call begun now and its value taken later, so the plan's
+  other steps run meanwhile (the question's embedding beside the queries that do not need it).
 
 It returns its result when it is done. :func:`run` drives a plan with blocking calls and
 :func:`arun` with awaited ones, so a retriever, a tool or an LLM feature is written once for both,
@@ -22,6 +24,7 @@ or to send a model its error) or let it propagate to the caller.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -79,7 +82,36 @@ class Gather:
     timing: str = "call"
 
 
-Step = Query | Concurrently | Call | Compute | Gather
+@dataclass(frozen=True)
+class Start:
+    """Begin ``call`` and answer with a :class:`Started` handle at once; ``Wait(handle)`` later
+    answers with its value (or raises its error). With ``beside`` false the call runs in place and
+    the handle holds its value already: only work that does not hold this interpreter (a remote
+    service, a child process) gains from running beside the plan, and a model run in a thread of
+    this process lost time to the embedded engine's queries, which hold the GIL while they run
+    (``benchmarks/overlap_probe.py``)."""
+
+    call: Call
+    beside: bool = True
+
+
+class Started:
+    """A call begun by :class:`Start`: a future under :func:`run`, a task under :func:`arun`, or
+    its outcome when it ran in place."""
+
+    def __init__(self, future: Any = None, value: Any = None, error: BaseException | None = None) -> None:
+        self.future, self.value, self.error = future, value, error
+
+
+@dataclass(frozen=True)
+class Wait:
+    """The value of a started call; the time waited for it is recorded under its ``timing``."""
+
+    started: Started
+    timing: str = "call"
+
+
+Step = Query | Concurrently | Call | Compute | Gather | Start | Wait
 Plan = Generator[Step, Any, T]
 
 #: The bucket the time spent in queries is recorded under.
@@ -127,6 +159,12 @@ async def arun(store: SurrealStore | None, plan: Plan[T], timings: dict[str, flo
 def _run(store: SurrealStore | None, step: Step) -> Any:
     if isinstance(step, Compute):
         return step.run()
+    if isinstance(step, Start):
+        if step.beside:
+            return Started(future=_beside().submit(step.call.run))
+        return _in_place(step.call.run)
+    if isinstance(step, Wait):
+        return _outcome(step.started, step.started.future.result() if step.started.future is not None else None)
     if isinstance(step, Query):
         return _store(store, step).query(step.name, step.params, **step.placeholders)
     if isinstance(step, Concurrently):
@@ -142,6 +180,17 @@ def _run(store: SurrealStore | None, step: Step) -> Any:
 async def _arun(store: SurrealStore | None, step: Step) -> Any:
     if isinstance(step, Compute):
         return step.run()
+    if isinstance(step, Start):
+        if step.beside:
+            task = asyncio.ensure_future(_acall(step.call))
+            task.add_done_callback(_retrieved)  # a plan that fails before its Wait leaves the task's error unread
+            return Started(future=task)
+        try:
+            return Started(value=await _acall(step.call))
+        except Exception as error:
+            return Started(error=error)
+    if isinstance(step, Wait):
+        return _outcome(step.started, await step.started.future if step.started.future is not None else None)
     if isinstance(step, Query):
         return await _store(store, step).aquery(step.name, step.params, **step.placeholders)
     if isinstance(step, Concurrently):
@@ -166,6 +215,39 @@ async def _acall(call: Call) -> Any:
     return await asyncio.to_thread(call.run)
 
 
+_BESIDE: ThreadPoolExecutor | None = None
+_BESIDE_LOCK = threading.Lock()
+
+
+def _beside() -> ThreadPoolExecutor:
+    """The threads that wait for started calls (a call beside a plan spends its time waiting on
+    another process, so a few threads serve every search of the process)."""
+    global _BESIDE
+    with _BESIDE_LOCK:
+        if _BESIDE is None:
+            _BESIDE = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kgrag-beside")
+        return _BESIDE
+
+
+def _in_place(run: Callable[[], Any]) -> Started:
+    try:
+        return Started(value=run())
+    except Exception as error:  # raised at the Wait, where the plan asks for the value
+        return Started(error=error)
+
+
+def _outcome(started: Started, value: Any) -> Any:
+    """A started call's value (``value`` when it ran beside the plan); its error is raised."""
+    if started.error is not None:
+        raise started.error
+    return value if started.future is not None else started.value
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 def _captured(run: Callable[[], Any]) -> Any:
     try:
         return run()
@@ -180,5 +262,5 @@ def _store(store: SurrealStore | None, step: Step) -> SurrealStore:
 
 
 def _add(timings: dict[str, float], step: Step, seconds: float) -> None:
-    bucket = step.timing if isinstance(step, (Call, Compute, Gather)) else SEARCH
+    bucket = step.call.timing if isinstance(step, Start) else step.timing if isinstance(step, (Call, Compute, Gather, Wait)) else SEARCH
     timings[bucket] = timings.get(bucket, 0.0) + seconds

@@ -80,7 +80,11 @@ class Timings(BaseModel):
     whole call; the parts add up to it exactly (``other_ms`` is what no part accounts for)."""
 
     wall_ms: float = Field(0.0, description="wall-clock time of the whole call, the question's embedding included")
-    embed_ms: float = Field(0.0, description="embedding the question (0 when its embedding was given or cached)")
+    embed_ms: float = Field(
+        0.0,
+        description="embedding the question (0 when its embedding was given or cached); when it ran beside the search "
+        "(a remote service, a child process: embeds_elsewhere), only the time the search waited for it",
+    )
     analyze_ms: float = Field(0.0, description="reading the question: spaCy (hybrid), its n-grams, periods and words (0 when cached)")
     database_ms: float = Field(0.0, description="the queries' round trips, answers decoded")
     rank_ms: float = Field(0.0, description="client-side ranking: reading the channels, the walk, fusion")

@@ -1,0 +1,225 @@
+"""The question's embedding beside the rest of a search (``Start``/``Wait`` in
+surreal_kgrag.retrieval.plan): an embedder that leaves this interpreter free (a remote service, a
+child process) embeds the question while the hybrid and graph modes run the queries that need no
+vector, and the answers are the ones an in-process embedding gives."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+import pytest
+
+from surreal_kgrag import ConfigurationError, Ingestor, SurrealStore, make_retriever
+from surreal_kgrag.embed import OpenAIEmbedder, SentenceTransformerEmbedder, in_own_process
+from surreal_kgrag.embed.process import ProcessEmbedding
+from surreal_kgrag.retrieval import plan as plans
+from surreal_kgrag.retrieval.plan import Call, Compute, Start, Wait
+
+PEOPLE = ["Marie Curie", "Pierre Curie", "Alfred Nobel", "Irene Joliot-Curie", "Ernest Rutherford", "Lise Meitner"]
+PLACES = ["Warsaw", "Paris", "Stockholm", "Cambridge", "Vienna", "Berlin"]
+QUESTIONS = [
+    "Where did Marie Curie study polonium?",
+    "Which city did Ernest Rutherford and Lise Meitner both work in?",
+    "What did Alfred Nobel write about radium in Stockholm?",
+    "Who studied uranium salts in Vienna with Irene Joliot-Curie?",
+]
+
+
+# -- the plan's two steps ---------------------------------------------------------------------------
+
+
+def overlapping_plan(beside: bool, seconds: float) -> plans.Plan[tuple[bool, bool]]:
+    """A plan that starts a call waiting for an event, then sets the event in its own next step:
+    the call sees it only if it ran beside the plan."""
+    event = threading.Event()
+    started = yield Start(Call(lambda: event.wait(seconds), timing="embed"), beside=beside)
+    yield Compute(event.set, "rank")
+    seen = yield Wait(started, "embed")
+    return seen, event.is_set()
+
+
+@pytest.mark.parametrize("beside", [True, False])
+def test_a_started_call_runs_beside_the_plan_only_when_asked(beside):
+    timings: dict[str, float] = {}
+    seen, was_set = plans.run(None, overlapping_plan(beside, 0.5 if not beside else 30), timings)
+    assert was_set
+    assert seen is beside  # in place, the call timed out before the plan could set the event
+    assert set(timings) == {"embed", "rank"}
+
+
+async def test_a_started_call_runs_beside_the_plan_under_the_async_driver():
+    event = asyncio.Event()
+
+    async def waits() -> bool:
+        await asyncio.wait_for(event.wait(), 30)
+        return True
+
+    def plan() -> plans.Plan[bool]:
+        started = yield Start(Call(lambda: False, waits, "embed"))
+        yield Compute(event.set, "rank")
+        return (yield Wait(started, "embed"))
+
+    assert await plans.arun(None, plan()) is True
+
+
+@pytest.mark.parametrize("beside", [True, False])
+def test_a_started_calls_error_reaches_the_plan_at_its_wait(beside):
+    def fails() -> None:
+        raise ConfigurationError("the embedding service refused the key")
+
+    def plan() -> plans.Plan[str]:
+        started = yield Start(Call(fails, timing="embed"), beside=beside)
+        yield Compute(lambda: None, "rank")  # the plan goes on until it needs the value
+        try:
+            yield Wait(started, "embed")
+        except ConfigurationError as error:
+            return f"caught: {error}"
+        return "no error"
+
+    assert plans.run(None, plan()) == "caught: the embedding service refused the key"
+    assert asyncio.run(plans.arun(None, plan())) == "caught: the embedding service refused the key"
+
+
+# -- searches -----------------------------------------------------------------------------------
+
+
+def documents(count: int) -> list[str]:
+    """Documents of 40 sentences naming people and places that recur across them (several chunks each)."""
+    texts = []
+    for seed in range(count):
+        lines = [
+            f"In {1890 + (seed * 7 + i) % 40} {PEOPLE[(seed + i) % 6]} studied polonium in {PLACES[(seed * 3 + i) % 6]} "
+            f"with {PEOPLE[(seed * 5 + i + 1) % 6]}, and wrote about radium and uranium salts (note {seed}-{i})."
+            for i in range(40)
+        ]
+        texts.append(" ".join(lines))
+    return texts
+
+
+@pytest.fixture(scope="module")
+def curie_store(minilm, spacy_extractor):
+    store = SurrealStore("mem://")
+    summary = Ingestor(store, embedder=minilm, extractor=spacy_extractor).ingest_texts(
+        documents(8), ids=[f"d{i}" for i in range(8)], titles=[f"Notes {i}" for i in range(8)]
+    )
+    assert summary.failures == [] and summary.chunks >= 16
+    yield store
+    store.close()
+
+
+def answers(store: SurrealStore, mode: str, embedder: Any, extractor: Any) -> list[list[tuple[str, float]]]:
+    retriever = make_retriever(mode, store, embedder=embedder, **extracting(mode, extractor))
+    out = []
+    for question in QUESTIONS:
+        result = retriever.search(question)
+        assert sum(result.timings.parts().values()) == pytest.approx(result.timings.wall_ms)
+        out.append([(doc.id, doc.score) for doc in result.documents])
+    return out
+
+
+def same(first: list[list[tuple[str, float]]], second: list[list[tuple[str, float]]]) -> None:
+    assert [[doc for doc, _ in row] for row in first] == [[doc for doc, _ in row] for row in second]
+    assert np.allclose([s for row in first for _, s in row], [s for row in second for _, s in row], atol=1e-4)
+
+
+def test_a_child_process_embeds_the_questions_and_the_answers_do_not_change(curie_store, minilm, spacy_extractor, monkeypatch):
+    asked: list[Any] = []
+    ask = ProcessEmbedding._ask
+
+    def counted(embedding: ProcessEmbedding, texts: Any) -> np.ndarray:
+        asked.append(texts)
+        return ask(embedding, texts)
+
+    monkeypatch.setattr(ProcessEmbedding, "_ask", counted)
+    with in_own_process(minilm) as child:
+        assert child._settled.wait(120) and child.in_child and child.embeds_elsewhere
+        for mode in ("chunk", "hybrid", "graph"):
+            asked.clear()
+            same(answers(curie_store, mode, child, spacy_extractor), answers(curie_store, mode, minilm, spacy_extractor))
+            assert asked == [{"query": question} for question in QUESTIONS]  # each question once, by the child
+        # several threads share the child (LangChain's batch): each gets its own question's answer
+        retriever = make_retriever("graph", curie_store, embedder=child, extractor=spacy_extractor)
+        alone = {question: [doc.id for doc in retriever.search(question).documents] for question in QUESTIONS}
+        for question in QUESTIONS:
+            retriever.forget(question)
+        with ThreadPoolExecutor(4) as pool:
+            together = dict(zip(QUESTIONS, pool.map(lambda q: [doc.id for doc in retriever.search(q).documents], QUESTIONS * 3)))
+        assert together == alone
+    assert not child.in_child  # closed: questions are embedded in this process again
+    assert child.embed_query(QUESTIONS[0]) == pytest.approx(minilm.embed_query(QUESTIONS[0]), abs=1e-5)
+
+
+def test_only_a_model_loaded_by_name_can_have_a_process_of_its_own(minilm):
+    with pytest.raises(ConfigurationError, match="cannot be loaded in another process"):
+        in_own_process(SentenceTransformerEmbedder(minilm.model))
+
+
+class GatedEmbeddings:
+    """An OpenAI-compatible embeddings service answering with MiniLM's vectors, which holds each
+    answer until ``release`` is set (or 20 s pass) and records which of the two let it go."""
+
+    def __init__(self, minilm: Any) -> None:
+        self.release = threading.Event()
+        self.released: list[bool] = []
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                service.released.append(service.release.wait(20))
+                vectors = minilm.embed_documents(texts)
+                data = [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)]
+                raw = json.dumps({"object": "list", "data": data, "model": body["model"], "usage": {}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "graph"])
+def test_a_remote_embedding_is_computed_while_the_first_queries_run(curie_store, minilm, spacy_extractor, monkeypatch, mode):
+    """The service answers only once the search's first round trip (BM25 and the names the question
+    contains, which need no vector) has been sent: a search that waited for the embedding first
+    would hold the service 20 s and find ``released`` false."""
+    service = GatedEmbeddings(minilm)
+    try:
+        query_many = SurrealStore.query_many
+
+        def first_round_trip(store: SurrealStore, queries: Any) -> Any:
+            service.release.set()
+            return query_many(store, queries)
+
+        monkeypatch.setattr(SurrealStore, "query_many", first_round_trip)
+        remote = OpenAIEmbedder("all-MiniLM-L6-v2", base_url=service.base_url, api_key="sk-test", dimensions=384)
+        for question in QUESTIONS:
+            service.release.clear()
+            remote_answer = answers_for(curie_store, mode, remote, spacy_extractor, question)
+            assert service.released[-1] is True
+            assert remote_answer == answers_for(curie_store, mode, minilm, spacy_extractor, question)
+    finally:
+        service.httpd.shutdown()
+        service.httpd.server_close()
+
+
+def answers_for(store: SurrealStore, mode: str, embedder: Any, extractor: Any, question: str) -> list[str]:
+    return [doc.id for doc in make_retriever(mode, store, embedder=embedder, **extracting(mode, extractor)).search(question).documents]
+
+
+def extracting(mode: str, extractor: Any) -> dict[str, Any]:
+    """The hybrid and graph modes read the question with the extractor the store was built with."""
+    return {} if mode == "chunk" else {"extractor": extractor}
