@@ -89,6 +89,9 @@ class BaseRetriever:
     # Whether the mode's KNN runs over chunks with the filter inside it (chunk, hybrid, graph), and so
     # needs the workarounds for filtered HNSW search; concept KNN is over unfiltered concepts.
     filtered_chunk_knn: ClassVar[bool] = True
+    # Whether the mode's plan has work that needs no vector (reading the question, BM25, the names
+    # it contains), which runs while an embedder that leaves this interpreter free embeds it.
+    embeds_beside: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -207,8 +210,12 @@ class BaseRetriever:
         if embedding is None:
             embedding = self._embeddings.lookup(query)
         if embedding is None:
-            call = Call(partial(self.embedder.embed_query, query), partial(self.embedder.aembed_query, query), EMBED)
-            started = yield Start(call, beside=bool(getattr(self.embedder, "embeds_elsewhere", False)))
+            embedder = self.embedder
+            beside = self.embeds_beside and bool(getattr(embedder, "embeds_elsewhere", False))
+            if not beside:  # nothing to run meanwhile: a child process's embedder is asked here, with no hand-off
+                embedder = getattr(embedder, "in_process", embedder)
+            call = Call(partial(embedder.embed_query, query), partial(embedder.aembed_query, query), EMBED)
+            started = yield Start(call, beside=beside)
         request = Request(
             query=query,
             k=k,

@@ -34,6 +34,7 @@ class HybridRetriever(BaseRetriever):
     """
 
     mode = "hybrid"
+    embeds_beside = True
     config_class: ClassVar[type[RetrieverConfig]] = HybridConfig
     config: HybridConfig
     _schema = 0  # the store's schema version as last read (it only goes up)
