@@ -156,6 +156,9 @@ def test_a_child_process_embeds_the_questions_and_the_answers_do_not_change(curi
         with ThreadPoolExecutor(4) as pool:
             together = dict(zip(QUESTIONS, pool.map(lambda q: [doc.id for doc in retriever.search(q).documents], QUESTIONS * 3)))
         assert together == alone
+        for question in QUESTIONS:  # the async driver starts the child's embedding as a task
+            retriever.forget(question)
+            assert [doc.id for doc in asyncio.run(retriever.asearch(question)).documents] == alone[question]
     assert not child.in_child  # closed: questions are embedded in this process again
     assert child.embed_query(QUESTIONS[0]) == pytest.approx(minilm.embed_query(QUESTIONS[0]), abs=1e-5)
 
