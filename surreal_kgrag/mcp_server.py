@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from contextlib import ExitStack
 from typing import Any
 
 try:
@@ -29,6 +30,7 @@ from pydantic import ValidationError
 
 from . import __version__
 from .db import DEFAULT_URL, StoreConfig, SurrealStore
+from .embed import in_own_process, resolve_embedder
 from .errors import KGRagError
 from .retrieval import RETRIEVERS, Scope
 from .retrieval.options import access_labels, filter_spec
@@ -94,6 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the embedder the store was built with: sentence-transformers name or path, or openai:<model> "
         "(default: all-MiniLM-L6-v2)",
     )
+    parser.add_argument(
+        "--embedding-process", action="store_true",
+        help="embed questions with the local model in a child process of its own (0.5 GB more memory for MiniLM), so "
+        "a search runs its queries that need no vector meanwhile (surreal_kgrag.embed.in_own_process)",
+    )
     return parser
 
 
@@ -103,9 +110,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = StoreConfig.from_env(
             url=args.db, namespace=args.ns, database=args.database, username=args.user, password=args.password
         )
-        with SurrealStore(config=config) as store:
+        with SurrealStore(config=config) as store, ExitStack() as stack:
+            embedder = resolve_embedder(args.embedder)
+            if args.embedding_process:
+                embedder = stack.enter_context(in_own_process(embedder))
             scope = Scope(access=args.access, filters=args.filter)
-            dispatcher = ToolDispatcher(store, mode=args.mode, embedder=args.embedder, scope=scope, allow_surql=args.allow_surql)
+            dispatcher = ToolDispatcher(store, mode=args.mode, embedder=embedder, scope=scope, allow_surql=args.allow_surql)
             server = build_server(dispatcher)
             anyio.run(serve_stdio, server)
     except (KGRagError, ValidationError) as error:

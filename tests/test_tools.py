@@ -435,6 +435,27 @@ async def test_mcp_server_module_serves_over_stdio(tmp_path, minilm, spacy_extra
     async with mcp.Client(scoped) as client:
         hidden = await client.call_tool("get_document", {"document_id": "warsaw"})
         assert hidden.is_error and json.loads(hidden.content[0].text)["error"]["type"] == "not_found"
+    # With --embedding-process a child embeds the questions, and the searches answer as before.
+    searched = {}
+    for extra in ([], ["--embedding-process"]):
+        served = mcp.StdioServerParameters(command=sys.executable, args=["-m", "surreal_kgrag.mcp_server", "--db", url, *extra], env=environment)
+        async with mcp.Client(served) as client:
+            result = await client.call_tool("search_chunks", {"query": "Which river flows through Warsaw?"})
+            assert not result.is_error
+            searched[bool(extra)] = [hit["id"] for hit in json.loads(result.content[0].text)["documents"]]
+            assert _embedding_children() == (1 if extra else 0)
+    assert searched[True] == searched[False] == ["warsaw"]
+
+
+def _embedding_children() -> int:
+    """Processes running surreal_kgrag.embed.process's child program."""
+    count = 0
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            count += b"surreal_kgrag.embed.process import _serve" in cmdline.read_bytes()
+        except OSError:  # the process ended while we looked
+            continue
+    return count
 
 
 # -- the example -------------------------------------------------------------------------------------
