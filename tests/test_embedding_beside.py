@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import os
+import signal
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -128,7 +131,7 @@ def same(first: list[list[tuple[str, float]]], second: list[list[tuple[str, floa
     assert np.allclose([s for row in first for _, s in row], [s for row in second for _, s in row], atol=1e-4)
 
 
-def test_a_child_process_embeds_the_questions_and_the_answers_do_not_change(curie_store, minilm, spacy_extractor, monkeypatch):
+def test_a_child_process_embeds_the_questions_and_the_answers_do_not_change(curie_store, minilm, spacy_extractor, monkeypatch, caplog):
     asked: list[Any] = []
     ask = ProcessEmbedding._ask
 
@@ -159,6 +162,13 @@ def test_a_child_process_embeds_the_questions_and_the_answers_do_not_change(curi
         for question in QUESTIONS:  # the async driver starts the child's embedding as a task
             retriever.forget(question)
             assert [doc.id for doc in asyncio.run(retriever.asearch(question)).documents] == alone[question]
+        # a child that dies loses no search: the question is embedded here, once the failure is seen
+        os.kill(child._child.pid, signal.SIGKILL)
+        child._child.wait()
+        retriever.forget(QUESTIONS[0])
+        with caplog.at_level(logging.WARNING, logger="surreal_kgrag.embed.process"):
+            assert [doc.id for doc in retriever.search(QUESTIONS[0]).documents] == alone[QUESTIONS[0]]
+        assert "embedding in this process from now on" in caplog.text
     assert not child.in_child  # closed: questions are embedded in this process again
     assert child.embed_query(QUESTIONS[0]) == pytest.approx(minilm.embed_query(QUESTIONS[0]), abs=1e-5)
 
