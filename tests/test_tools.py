@@ -435,10 +435,11 @@ async def test_mcp_server_module_serves_over_stdio(tmp_path, minilm, spacy_extra
     async with mcp.Client(scoped) as client:
         hidden = await client.call_tool("get_document", {"document_id": "warsaw"})
         assert hidden.is_error and json.loads(hidden.content[0].text)["error"]["type"] == "not_found"
-    # With --embedding-process a child embeds the questions, and the searches answer as before.
+    # With --embedding-process a child embeds the graph mode's questions, and the searches answer as before.
     searched = {}
     for extra in ([], ["--embedding-process"]):
-        served = mcp.StdioServerParameters(command=sys.executable, args=["-m", "surreal_kgrag.mcp_server", "--db", url, *extra], env=environment)
+        arguments = ["-m", "surreal_kgrag.mcp_server", "--db", url, "--mode", "graph", *extra]
+        served = mcp.StdioServerParameters(command=sys.executable, args=arguments, env=environment)
         async with mcp.Client(served) as client:
             result = await client.call_tool("search_chunks", {"query": "Which river flows through Warsaw?"})
             assert not result.is_error
