@@ -105,7 +105,7 @@ def profile(store: SurrealStore, mode: str, questions: list[str], min_ms: float,
             },
         }
     if isinstance(embedder, ProcessEmbedding):
-        mode = f"{mode}, questions embedded by a child process"
+        mode += ", questions embedded by a child process" if retriever.embeds_beside else ", with a child it does not use"
     return {"mode": mode, "questions": n, "p50_ms": {part: statistics.median(values) for part, values in parts.items()}, "files": files}
 
 

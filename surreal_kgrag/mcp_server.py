@@ -113,6 +113,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with SurrealStore(config=config) as store, ExitStack() as stack:
             embedder = resolve_embedder(args.embedder)
             if args.embedding_process:
+                if args.mode == "chunk":
+                    print("surreal-kgrag-mcp: --embedding-process gains nothing with --mode chunk (its first query needs the "
+                          "vector, so it embeds here); use --mode hybrid, graph or concept", file=sys.stderr)
                 embedder = stack.enter_context(in_own_process(embedder))
             scope = Scope(access=args.access, filters=args.filter)
             dispatcher = ToolDispatcher(store, mode=args.mode, embedder=embedder, scope=scope, allow_surql=args.allow_surql)

@@ -444,17 +444,20 @@ async def test_mcp_server_module_serves_over_stdio(tmp_path, minilm, spacy_extra
             result = await client.call_tool("search_chunks", {"query": "Which river flows through Warsaw?"})
             assert not result.is_error
             searched[bool(extra)] = [hit["id"] for hit in json.loads(result.content[0].text)["documents"]]
-            assert _embedding_children() == (1 if extra else 0)
+            assert _embedding_children(url) == (1 if extra else 0)
     assert searched[True] == searched[False] == ["warsaw"]
 
 
-def _embedding_children() -> int:
-    """Processes running surreal_kgrag.embed.process's child program."""
+def _embedding_children(url: str) -> int:
+    """Processes running surreal_kgrag.embed.process's child program for a server of the store at ``url``."""
     count = 0
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+    for proc in Path("/proc").glob("[0-9]*"):
         try:
-            count += b"surreal_kgrag.embed.process import _serve" in cmdline.read_bytes()
-        except OSError:  # the process ended while we looked
+            if b"surreal_kgrag.embed.process import _serve" not in (proc / "cmdline").read_bytes():
+                continue
+            parent = (proc / "stat").read_text().rsplit(") ", 1)[1].split()[1]
+            count += url.encode() in Path(f"/proc/{parent}/cmdline").read_bytes()
+        except (OSError, IndexError):  # the process ended while we looked
             continue
     return count
 

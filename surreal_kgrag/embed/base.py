@@ -90,6 +90,18 @@ class BaseEmbedder:
 
 
 
+def embeds_elsewhere(embedder: Any) -> bool:
+    """Whether ``embedder`` leaves this interpreter free while it embeds (see ``BaseEmbedder``); an
+    embedder of another library's making is taken not to."""
+    return bool(getattr(embedder, "embeds_elsewhere", False))
+
+
+def in_this_process(embedder: Any) -> Any:
+    """The embedder to ask when nothing runs beside the embedding: a child process's own copy of
+    the model in this process (``ProcessEmbedding.in_process``), otherwise ``embedder`` itself."""
+    return getattr(embedder, "in_process", embedder)
+
+
 def has_attributes(obj: Any, *names: str) -> bool:
     # getattr_static: looking must not run a property (``dimension`` may load a model or call an API)
     sentinel = object()

@@ -17,13 +17,16 @@ if TYPE_CHECKING:
 
 class _FrameworkEmbedder(BaseEmbedder):
     """A framework's embedding model, called through the four methods ``_calls`` names: documents,
-    query, and their async twins (its query methods embed queries)."""
+    query, and their async twins (its query methods embed queries). ``embeds_elsewhere``: the model
+    is a remote service (OpenAI's, Cohere's, an inference server), so a search runs its queries that
+    need no vector while it embeds the question; a model that runs in this process must not say so."""
 
     _calls: ClassVar[tuple[str, str, str, str]]
 
-    def __init__(self, model: Any, name: str) -> None:
+    def __init__(self, model: Any, name: str, embeds_elsewhere: bool = False) -> None:
         self._model = model
         self._name = name
+        self.embeds_elsewhere = embeds_elsewhere
 
     @property
     def name(self) -> str:
@@ -53,11 +56,11 @@ class LangChainEmbedder(_FrameworkEmbedder):
 
     _calls = ("embed_documents", "embed_query", "aembed_documents", "aembed_query")
 
-    def __init__(self, embeddings: Embeddings, *, name: str | None = None) -> None:
+    def __init__(self, embeddings: Embeddings, *, name: str | None = None, embeds_elsewhere: bool = False) -> None:
         if not has_attributes(embeddings, "embed_documents", "embed_query"):
             raise ConfigurationError(f"{type(embeddings).__name__} is not a LangChain Embeddings object")
         self.embeddings = embeddings
-        super().__init__(embeddings, name or _framework_name("langchain", embeddings, ("model", "model_name")))
+        super().__init__(embeddings, name or _framework_name("langchain", embeddings, ("model", "model_name")), embeds_elsewhere)
 
 
 class LlamaIndexEmbedder(_FrameworkEmbedder):
@@ -65,11 +68,11 @@ class LlamaIndexEmbedder(_FrameworkEmbedder):
 
     _calls = ("get_text_embedding_batch", "get_query_embedding", "aget_text_embedding_batch", "aget_query_embedding")
 
-    def __init__(self, embed_model: BaseEmbedding, *, name: str | None = None) -> None:
+    def __init__(self, embed_model: BaseEmbedding, *, name: str | None = None, embeds_elsewhere: bool = False) -> None:
         if not has_attributes(embed_model, "get_text_embedding_batch", "get_query_embedding"):
             raise ConfigurationError(f"{type(embed_model).__name__} is not a LlamaIndex BaseEmbedding")
         self.embed_model = embed_model
-        super().__init__(embed_model, name or _framework_name("llama_index", embed_model, ("model_name",)))
+        super().__init__(embed_model, name or _framework_name("llama_index", embed_model, ("model_name",)), embeds_elsewhere)
 
 
 def _framework_name(prefix: str, obj: Any, attributes: tuple[str, ...]) -> str:

@@ -62,11 +62,14 @@ _LENGTH = struct.Struct("<I")  # a request: the payload length (0: stop)
 
 
 class ProcessEmbedding:
-    """``embedder`` with its document embedding moved to a child process once the child is ready.
+    """``embedder`` with its documents and questions embedded by a child process once the child is ready.
 
-    ``start``: ``"now"`` starts the child at once, ``"auto"`` after :data:`MIN_TEXTS` texts.
-    Everything but ``embed_documents`` is the parent's embedder. Use it as a context manager (or
-    call :meth:`close`): the child ends with it, and also when the parent dies (its stdin closes).
+    ``start``: ``"now"`` starts the child at once, ``"auto"`` after :data:`MIN_TEXTS` texts;
+    ``threads``: the child model's threads (default: torch's). The name and dimension are the
+    parent's embedder's. Use it as a context manager (or call :meth:`close`): the child ends with
+    it, and also when the parent dies (its stdin closes). A text the child cannot embed is embedded
+    here (which raises the model's own error); a child that dies or breaks the protocol is stopped
+    and every later text is embedded here.
     """
 
     def __init__(self, embedder: Any, spec: dict[str, Any], start: str = "auto", threads: int | None = None) -> None:
@@ -98,7 +101,7 @@ class ProcessEmbedding:
 
     @property
     def in_child(self) -> bool:
-        """Whether documents are embedded by the child now."""
+        """Whether texts and questions are embedded by the child now."""
         return self._ready.is_set() and not self._failed
 
     def wait_until_ready(self, timeout: float | None = None) -> bool:
@@ -125,6 +128,8 @@ class ProcessEmbedding:
             if self.in_child:
                 try:
                     return self._ask({"query": text})[0]
+                except _Refused:
+                    pass  # this text: embedded here, where the model raises its own error
                 except (OSError, EOFError, ValueError, RuntimeError) as error:
                     self._fail(error)
         return self._embedder.embed_query(text)
@@ -145,6 +150,8 @@ class ProcessEmbedding:
             if texts and self.in_child:
                 try:
                     return self._ask(list(texts))
+                except _Refused:
+                    pass  # these texts: embedded here, where the model raises its own error
                 except (OSError, EOFError, ValueError, RuntimeError) as error:
                     self._fail(error)
         return self._embedder.embed_documents(texts)
@@ -202,11 +209,20 @@ class ProcessEmbedding:
         child = self._child
         assert child is not None and child.stdin is not None
         request = json.dumps(texts).encode()
-        child.stdin.write(_LENGTH.pack(len(request)) + request)
-        child.stdin.flush()
-        kind, payload = _read_reply(child.stdout)
+        try:
+            child.stdin.write(_LENGTH.pack(len(request)) + request)
+            child.stdin.flush()
+            kind, payload = _read_reply(child.stdout)
+        except BaseException as error:
+            # Interrupted between the request and its reply (Ctrl-C), the reply would be read as the
+            # next request's: the child is stopped instead.
+            if not isinstance(error, (OSError, EOFError)):
+                self._fail(error)
+            raise
+        if kind == b"E":
+            raise _Refused(payload.decode(errors="replace"))
         if kind != b"V":
-            raise RuntimeError(payload.decode(errors="replace"))
+            raise RuntimeError(f"the embedding child process replied {kind!r}")
         rows = 1 if isinstance(texts, dict) else len(texts)
         vectors = np.frombuffer(payload, dtype=np.float32)
         if vectors.size % rows:
@@ -214,7 +230,8 @@ class ProcessEmbedding:
         return vectors.reshape(rows, -1).copy()
 
     def _fail(self, error: BaseException) -> None:
-        """Embed in the parent from now on; stop the child (called with the lock held)."""
+        """Embed in the parent from now on; stop the child (under the lock, or before another thread
+        can use the child)."""
         if not self._failed:
             logger.warning("embedding in a child process failed (%s); embedding in this process from now on", error)
         self._failed = True
@@ -222,6 +239,10 @@ class ProcessEmbedding:
         if child is not None:
             child.kill()
             child.wait()
+
+
+class _Refused(RuntimeError):
+    """The child could not embed these texts (it goes on serving others)."""
 
 
 def start_mode(embedder: Any, setting: bool | None) -> str | None:
@@ -252,8 +273,9 @@ def in_own_process(embedder: Any) -> ProcessEmbedding:
     spent beside theirs. The child holds a second copy of the model (about 0.5 GB for MiniLM) and
     takes a few seconds to load it; questions asked meanwhile are embedded in this process. It
     runs the model on one thread: a question is a small batch, and the other cores are the
-    search's (with two threads, sleeping between operations, a question took 26.6 ms in the child
-    against 19.8 in this process, HotpotQA, 100 questions)."""
+    search's (on two cores, a child with two threads took 26.6 ms a question where this process
+    took 19.8, and the searches beside it lost more than one thread did; HotpotQA, 100
+    questions)."""
     spec = _spec_of(embedder)
     if spec is None:
         raise ConfigurationError(

@@ -92,7 +92,7 @@ class Run:
 
     def __init__(self, parts: RunParts, sources: Iterable[SourceDocument | LoadFailure | Any]) -> None:
         self.store = parts.store
-        self.embedder = parts.embedder
+        self.embedder = self.given_embedder = parts.embedder
         self.extractor = parts.extractor
         self.metadata_extractor = parts.metadata
         self.config = parts.config
@@ -150,8 +150,8 @@ class Run:
             raise IngestInterrupted(self._finish()) from None  # the transaction in progress has finished
         finally:
             self.progress.close()
-            if isinstance(self.embedder, ProcessEmbedding):
-                self.embedder.close()
+            if isinstance(self.embedder, ProcessEmbedding) and self.embedder is not self.given_embedder:
+                self.embedder.close()  # the child this run started; a caller's own (in_own_process) is the caller's to end
         return self._finish()
 
     def _finish(self) -> IngestSummary:

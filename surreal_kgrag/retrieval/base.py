@@ -16,11 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..db import SurrealStore, checked_int
 from ..embed import Embedder, resolve_embedder
+from ..embed.base import embeds_elsewhere, in_this_process
 from ..errors import ConfigurationError
 from ..surql import CompiledFilter
 from . import plan as plans
 from .config import RetrieverConfig
-from .plan import Call, Plan, Start, Started, Wait
+from .plan import Call, Plan, Start, Wait
 from .results import EMBED, RERANK, RetrievalResult, RetrievedDocument, Timings
 from .scope import Scope
 
@@ -36,7 +37,7 @@ class Request(BaseModel):
     scope: Scope = Field(description="what the caller may read")
     filter: CompiledFilter = Field(description="the scope ANDed with the call's filter")
     embedding: list[float] | None = Field(description="the query's embedding; None while it is being computed")
-    embedding_started: Started | None = Field(None, description="the embedding's call, when it runs beside the plan")
+    embedding_started: Any = Field(None, description="the embedding's call (plan.Start), when it runs beside the plan")
     concepts: list[str] = Field(default_factory=list)
 
     @property
@@ -210,12 +211,14 @@ class BaseRetriever:
         if embedding is None:
             embedding = self._embeddings.lookup(query)
         if embedding is None:
-            embedder = self.embedder
-            beside = self.embeds_beside and bool(getattr(embedder, "embeds_elsewhere", False))
-            if not beside:  # nothing to run meanwhile: a child process's embedder is asked here, with no hand-off
-                embedder = getattr(embedder, "in_process", embedder)
+            beside = self.embeds_beside and embeds_elsewhere(self.embedder)
+            # with nothing to run meanwhile, a child process's embedder is asked here, with no hand-off
+            embedder = self.embedder if beside else in_this_process(self.embedder)
             call = Call(partial(embedder.embed_query, query), partial(embedder.aembed_query, query), EMBED)
-            started = yield Start(call, beside=beside)
+            if beside:
+                started = yield Start(call)
+            else:
+                embedding = self._embeddings.remember(query, _as_list((yield call)))
         request = Request(
             query=query,
             k=k,
@@ -234,9 +237,8 @@ class BaseRetriever:
         process) embeds the question while the plan reads it and runs the queries that need no
         vector; the wait is what the search's ``embed`` part counts."""
         if request.embedding is None:
-            assert request.embedding_started is not None
             vector = yield Wait(request.embedding_started, EMBED)
-            request.embedding = self._embeddings.remember(request.query, _as_list(vector))
+            request.embedding = list(self._embeddings.remember(request.query, _as_list(vector)))
         return request.embedding
 
     def _analyze(self, request: Request) -> Plan[None]:

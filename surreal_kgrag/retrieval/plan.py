@@ -24,6 +24,7 @@ or to send a model its error) or let it propagate to the caller.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
@@ -84,30 +85,20 @@ class Gather:
 
 @dataclass(frozen=True)
 class Start:
-    """Begin ``call`` and answer with a :class:`Started` handle at once; ``Wait(handle)`` later
-    answers with its value (or raises its error). With ``beside`` false the call runs in place and
-    the handle holds its value already: only work that does not hold this interpreter (a remote
-    service, a child process) gains from running beside the plan, and a model run in a thread of
-    this process lost time to the embedded engine's queries, which hold the GIL while they run
-    (``benchmarks/overlap_probe.py``)."""
+    """Begin ``call`` beside the plan and answer with its handle at once (a future under
+    :func:`run`, a task under :func:`arun`); ``Wait(handle)`` later answers with its value or
+    raises its error. Only work that leaves this interpreter free (a remote service, a child
+    process) gains from it: a model run in a thread of this process lost time to the embedded
+    engine's queries, which hold the GIL while they run (``benchmarks/overlap_probe.py``)."""
 
     call: Call
-    beside: bool = True
-
-
-class Started:
-    """A call begun by :class:`Start`: a future under :func:`run`, a task under :func:`arun`, or
-    its outcome when it ran in place."""
-
-    def __init__(self, future: Any = None, value: Any = None, error: BaseException | None = None) -> None:
-        self.future, self.value, self.error = future, value, error
 
 
 @dataclass(frozen=True)
 class Wait:
-    """The value of a started call; the time waited for it is recorded under its ``timing``."""
+    """The value of a call begun by :class:`Start`; the time waited is recorded under ``timing``."""
 
-    started: Started
+    started: Any
     timing: str = "call"
 
 
@@ -139,32 +130,41 @@ def run(store: SurrealStore | None, plan: Plan[T], timings: dict[str, float] | N
 
 async def arun(store: SurrealStore | None, plan: Plan[T], timings: dict[str, float] | None = None) -> T:
     """Drive ``plan`` on the store's async connection; a ``Call`` without an async twin runs in a
-    worker thread so it never blocks the event loop."""
+    worker thread so it never blocks the event loop. A call the plan started and did not wait
+    for (it failed, or the caller was cancelled) is cancelled when the plan ends."""
     timings = {} if timings is None else timings
     answer: Any = None
     error: Exception | None = None
-    while True:
-        try:
-            step = plan.throw(error) if error is not None else plan.send(answer)
-        except StopIteration as done:
-            return done.value
-        start = time.perf_counter()
-        try:
-            answer, error = await _arun(store, step), None
-        except Exception as raised:  # handed to the plan, which handles or re-raises it
-            answer, error = None, raised
-        _add(timings, step, time.perf_counter() - start)
+    started: list[asyncio.Task[Any]] = []
+    try:
+        while True:
+            try:
+                step = plan.throw(error) if error is not None else plan.send(answer)
+            except StopIteration as done:
+                return done.value
+            start = time.perf_counter()
+            try:
+                answer, error = await _arun(store, step), None
+            except Exception as raised:  # handed to the plan, which handles or re-raises it
+                answer, error = None, raised
+            if isinstance(step, Start):
+                started.append(answer)
+            _add(timings, step, time.perf_counter() - start)
+    finally:
+        for task in started:
+            if not task.done():
+                task.cancel()
+            elif not task.cancelled():
+                task.exception()  # read, so that an error the plan never waited for is not reported as lost
 
 
 def _run(store: SurrealStore | None, step: Step) -> Any:
     if isinstance(step, Compute):
         return step.run()
     if isinstance(step, Start):
-        if step.beside:
-            return Started(future=_beside().submit(step.call.run))
-        return _in_place(step.call.run)
+        return _beside().submit(step.call.run)
     if isinstance(step, Wait):
-        return _outcome(step.started, step.started.future.result() if step.started.future is not None else None)
+        return step.started.result()
     if isinstance(step, Query):
         return _store(store, step).query(step.name, step.params, **step.placeholders)
     if isinstance(step, Concurrently):
@@ -181,16 +181,9 @@ async def _arun(store: SurrealStore | None, step: Step) -> Any:
     if isinstance(step, Compute):
         return step.run()
     if isinstance(step, Start):
-        if step.beside:
-            task = asyncio.ensure_future(_acall(step.call))
-            task.add_done_callback(_retrieved)  # a plan that fails before its Wait leaves the task's error unread
-            return Started(future=task)
-        try:
-            return Started(value=await _acall(step.call))
-        except Exception as error:
-            return Started(error=error)
+        return asyncio.create_task(_acall(step.call))
     if isinstance(step, Wait):
-        return _outcome(step.started, await step.started.future if step.started.future is not None else None)
+        return await step.started
     if isinstance(step, Query):
         return await _store(store, step).aquery(step.name, step.params, **step.placeholders)
     if isinstance(step, Concurrently):
@@ -220,8 +213,8 @@ _BESIDE_LOCK = threading.Lock()
 
 
 def _beside() -> ThreadPoolExecutor:
-    """The threads that wait for started calls (a call beside a plan spends its time waiting on
-    another process, so a few threads serve every search of the process)."""
+    """The threads that wait for started calls: a call beside a plan spends its time waiting on
+    another process or a service, so a few threads serve every search of the process."""
     global _BESIDE
     with _BESIDE_LOCK:
         if _BESIDE is None:
@@ -229,23 +222,14 @@ def _beside() -> ThreadPoolExecutor:
         return _BESIDE
 
 
-def _in_place(run: Callable[[], Any]) -> Started:
-    try:
-        return Started(value=run())
-    except Exception as error:  # raised at the Wait, where the plan asks for the value
-        return Started(error=error)
+def _forget_beside() -> None:
+    """In a forked child the parent's threads do not exist: it starts its own."""
+    global _BESIDE, _BESIDE_LOCK
+    _BESIDE, _BESIDE_LOCK = None, threading.Lock()
 
 
-def _outcome(started: Started, value: Any) -> Any:
-    """A started call's value (``value`` when it ran beside the plan); its error is raised."""
-    if started.error is not None:
-        raise started.error
-    return value if started.future is not None else started.value
-
-
-def _retrieved(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled():
-        task.exception()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_beside)
 
 
 def _captured(run: Callable[[], Any]) -> Any:
@@ -262,5 +246,10 @@ def _store(store: SurrealStore | None, step: Step) -> SurrealStore:
 
 
 def _add(timings: dict[str, float], step: Step, seconds: float) -> None:
-    bucket = step.call.timing if isinstance(step, Start) else step.timing if isinstance(step, (Call, Compute, Gather, Wait)) else SEARCH
+    if isinstance(step, Start):
+        bucket = step.call.timing
+    elif isinstance(step, (Call, Compute, Gather, Wait)):
+        bucket = step.timing
+    else:
+        bucket = SEARCH
     timings[bucket] = timings.get(bucket, 0.0) + seconds

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from ..db.sdk import RecordID
 from ..embed import Embedder
+from ..embed.base import in_this_process
 from ..extract import normalise_concept
 from ..ids import concept_id, document_id
 from ..llm.readonly import ReadonlyLimits, ReadonlyQueryResult, readonly_plan
@@ -80,7 +81,7 @@ def _key(value: Any) -> str:
 
 
 def _embed(context: ToolContext, text: str) -> Plan[list[float]]:
-    embedder = context.embedder
+    embedder = in_this_process(context.embedder)  # nothing runs beside it: no hand-off to a child process
     vector = yield Call(partial(embedder.embed_query, text), partial(embedder.aembed_query, text), "embed")
     return np.asarray(vector, dtype=np.float32).reshape(-1).tolist()
 
