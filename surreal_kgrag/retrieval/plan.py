@@ -112,50 +112,71 @@ SEARCH = "search"
 def run(store: SurrealStore | None, plan: Plan[T], timings: dict[str, float] | None = None) -> T:
     """Drive ``plan`` with blocking calls; seconds spent per bucket are added to ``timings``.
     ``store`` answers the queries (None for a plan that makes none)."""
-    timings = {} if timings is None else timings
-    answer: Any = None
-    error: Exception | None = None
-    while True:
-        try:
-            step = plan.throw(error) if error is not None else plan.send(answer)
-        except StopIteration as done:
-            return done.value
-        start = time.perf_counter()
-        try:
-            answer, error = _run(store, step), None
-        except Exception as raised:  # handed to the plan, which handles or re-raises it
-            answer, error = None, raised
-        _add(timings, step, time.perf_counter() - start)
+    steps = _Steps(plan, timings)
+    with steps:
+        while (step := steps.next()) is not None:
+            start = time.perf_counter()
+            try:
+                steps.answered(step, start, _run(store, step))
+            except Exception as raised:  # handed to the plan, which handles or re-raises it
+                steps.failed(step, start, raised)
+    return steps.value
 
 
 async def arun(store: SurrealStore | None, plan: Plan[T], timings: dict[str, float] | None = None) -> T:
     """Drive ``plan`` on the store's async connection; a ``Call`` without an async twin runs in a
-    worker thread so it never blocks the event loop. A call the plan started and did not wait
-    for (it failed, or the caller was cancelled) is cancelled when the plan ends."""
-    timings = {} if timings is None else timings
-    answer: Any = None
-    error: Exception | None = None
-    started: list[asyncio.Task[Any]] = []
-    try:
-        while True:
-            try:
-                step = plan.throw(error) if error is not None else plan.send(answer)
-            except StopIteration as done:
-                return done.value
+    worker thread so it never blocks the event loop."""
+    steps = _Steps(plan, timings)
+    with steps:
+        while (step := steps.next()) is not None:
             start = time.perf_counter()
             try:
-                answer, error = await _arun(store, step), None
+                steps.answered(step, start, await _arun(store, step))
             except Exception as raised:  # handed to the plan, which handles or re-raises it
-                answer, error = None, raised
-            if isinstance(step, Start):
-                started.append(answer)
-            _add(timings, step, time.perf_counter() - start)
-    finally:
-        for task in started:
-            if not task.done():
-                task.cancel()
-            elif not task.cancelled():
-                task.exception()  # read, so that an error the plan never waited for is not reported as lost
+                steps.failed(step, start, raised)
+    return steps.value
+
+
+class _Steps:
+    """What both drivers keep while they drive a plan: the answer or error its next step is sent,
+    the time of each step, and the calls it started. A started call the plan did not wait for (it
+    failed, or the caller was cancelled) is cancelled when the plan ends, if it has not begun."""
+
+    def __init__(self, plan: Plan[Any], timings: dict[str, float] | None) -> None:
+        self.plan = plan
+        self.timings = {} if timings is None else timings
+        self.value: Any = None
+        self._answer: Any = None
+        self._error: Exception | None = None
+        self._started: list[Any] = []  # futures (run) or tasks (arun)
+
+    def next(self) -> Step | None:
+        """The plan's next step; None once it has returned (its value in ``value``)."""
+        try:
+            return self.plan.throw(self._error) if self._error is not None else self.plan.send(self._answer)
+        except StopIteration as done:
+            self.value = done.value
+            return None
+
+    def answered(self, step: Step, start: float, answer: Any) -> None:
+        self._answer, self._error = answer, None
+        if isinstance(step, Start):
+            self._started.append(answer)
+        _add(self.timings, step, time.perf_counter() - start)
+
+    def failed(self, step: Step, start: float, error: Exception) -> None:
+        self._answer, self._error = None, error
+        _add(self.timings, step, time.perf_counter() - start)
+
+    def __enter__(self) -> _Steps:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for started in self._started:
+            if not started.done():
+                started.cancel()
+            elif not started.cancelled():
+                started.exception()  # read, so that an error the plan never waited for is not reported as lost
 
 
 def _run(store: SurrealStore | None, step: Step) -> Any:
