@@ -214,7 +214,7 @@ class BaseRetriever:
             beside = self.embeds_beside and embeds_elsewhere(self.embedder)
             # with nothing to run meanwhile, a child process's embedder is asked here, with no hand-off
             embedder = self.embedder if beside else in_this_process(self.embedder)
-            call = Call(partial(embedder.embed_query, query), partial(embedder.aembed_query, query), EMBED)
+            call = embedding_call(embedder, query)
             if beside:
                 started = yield Start(call)
             else:
@@ -355,6 +355,11 @@ class Pool:
         exhausted = not fetched or (self._threshold is not None and lowest is not None and lowest < self._threshold)
         used = 0 if exhausted else fetched if self.exact else pool_used(self.request, fetched, self.size)
         self.size = grow(self.size, found, self.request.fetch, used)
+
+
+def embedding_call(embedder: Any, text: str) -> Call:
+    """The call that embeds ``text`` as a question (blocking and async), timed as ``embed``."""
+    return Call(partial(embedder.embed_query, text), partial(embedder.aembed_query, text), EMBED)
 
 
 def _check_query(query: Any, max_chars: int) -> None:

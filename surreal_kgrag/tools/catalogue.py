@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Protocol
 
 import numpy as np
@@ -24,8 +23,8 @@ from ..ids import concept_id, document_id
 from ..llm.readonly import ReadonlyLimits, ReadonlyQueryResult, readonly_plan
 from ..llm.text2surql import readonly_tool_description
 from ..retrieval import BaseRetriever, Scope
-from ..retrieval.base import grow
-from ..retrieval.plan import Call, Plan, Query
+from ..retrieval.base import embedding_call, grow
+from ..retrieval.plan import Plan, Query
 from ..retrieval.results import placement
 from .errors import InvalidArgumentsError, NotFoundError
 from .models import (
@@ -81,8 +80,7 @@ def _key(value: Any) -> str:
 
 
 def _embed(context: ToolContext, text: str) -> Plan[list[float]]:
-    embedder = in_this_process(context.embedder)  # nothing runs beside it: no hand-off to a child process
-    vector = yield Call(partial(embedder.embed_query, text), partial(embedder.aembed_query, text), "embed")
+    vector = yield embedding_call(in_this_process(context.embedder), text)  # nothing runs beside it: no hand-off to a child
     return np.asarray(vector, dtype=np.float32).reshape(-1).tolist()
 
 
