@@ -197,6 +197,19 @@ def test_a_child_process_embeds_the_questions_and_the_answers_do_not_change(curi
     assert child.embed_query(QUESTIONS[0]) == pytest.approx(minilm.embed_query(QUESTIONS[0]), abs=1e-5)
 
 
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="stopping a process takes SIGSTOP (POSIX)")
+def test_a_stopped_child_holds_a_search_no_longer_than_its_timeout(curie_store, minilm, spacy_extractor, caplog):
+    expected = answers(curie_store, "hybrid", minilm, spacy_extractor)
+    with in_own_process(minilm, timeout=1.0) as child:
+        assert child.wait_until_ready(120)
+        stopped = child._child
+        os.kill(stopped.pid, signal.SIGSTOP)
+        with caplog.at_level(logging.WARNING, logger="surreal_kgrag.embed.process"):
+            same(answers(curie_store, "hybrid", child, spacy_extractor), expected)
+        assert stopped.poll() is not None and not child.embeds_elsewhere
+        assert caplog.text.count("did not answer within 1.0 s") == 1  # the first question waited; the rest were embedded here
+
+
 def test_only_a_model_loaded_by_name_can_have_a_process_of_its_own(minilm):
     with pytest.raises(ConfigurationError, match="cannot be loaded in another process"):
         in_own_process(SentenceTransformerEmbedder(minilm.model))

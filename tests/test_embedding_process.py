@@ -4,16 +4,18 @@ nothing (the parent embeds the rest)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
 import signal
+import time
 from typing import Any
 
 import numpy as np
 import pytest
 
-from surreal_kgrag import SurrealStore
+from surreal_kgrag import ConfigurationError, SurrealStore
 from surreal_kgrag.embed import SentenceTransformerEmbedder
 from surreal_kgrag.embed.process import ProcessEmbedding, start_mode
 from surreal_kgrag.ingest import IngestConfig, Ingestor
@@ -117,6 +119,27 @@ def test_a_child_that_dies_mid_run_loses_nothing(minilm, spacy_extractor, monkey
     assert "embedding in this process from now on" in caplog.text
     assert vectors.keys() == reference.keys()
     assert max(float(np.abs(vectors[key] - reference[key]).max()) for key in vectors) < 1e-5
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="stopping a process takes SIGSTOP (POSIX)")
+def test_a_child_that_stops_answering_is_stopped_in_time_and_loses_nothing(minilm, caplog):
+    with pytest.raises(ConfigurationError, match="timeout must be a positive number"):
+        ProcessEmbedding(minilm, minilm.process_spec(), "now", timeout=0)
+    # a batch larger than a pipe's buffer: the write to a stopped child blocks too, not only the read
+    texts = [text[:1000] for text in documents(120, 12)]
+    assert len(json.dumps(texts)) > 100_000
+    with ProcessEmbedding(minilm, minilm.process_spec(), "now", timeout=0.5) as embedding:
+        assert embedding.wait_until_ready(120)
+        child = embedding._child
+        os.kill(child.pid, signal.SIGSTOP)
+        with caplog.at_level(logging.WARNING, logger="surreal_kgrag.embed.process"):
+            started = time.monotonic()
+            vectors = embedding.embed_documents(texts)
+            waited = time.monotonic() - started
+        assert child.poll() is not None and not embedding.in_child  # killed, and the texts embedded here
+        assert "did not answer within 6.5 s" in caplog.text
+        assert 6.5 <= waited < 60
+    assert np.abs(vectors - minilm.embed_documents(texts)).max() < 1e-5
 
 
 def test_a_child_that_cannot_load_the_model_is_reported_and_the_parent_embeds(minilm, spacy_extractor, monkeypatch, caplog):

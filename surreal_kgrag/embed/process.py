@@ -15,7 +15,8 @@ on the same device, with the same batch size) and answers lists of texts, or one
 their vectors over its stdin and stdout. Nothing of the caller's ``__main__`` runs in it, so a
 script without an ``if __name__ == "__main__"`` guard is safe. The parent keeps its own copy of the
 model for the texts it embeds before the child is ready, and for every text after the child failed
-(logged once): an ingest or a search never fails because the child did.
+(logged once): an ingest or a search never fails because the child did. A child that does not answer
+in time (stopped, or stuck) is stopped the same way, so it cannot hold a search for long.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from typing import IO, Any
 
@@ -59,23 +61,29 @@ _CHILD_ENV = {
 }
 _HEADER = struct.Struct("<cI")  # a reply: its kind (b"R"eady, b"V"ectors, b"E"rror) and payload length
 _LENGTH = struct.Struct("<I")  # a request: the payload length (0: stop)
+_WATCH_PERIOD = 0.25  # seconds between two looks at a pending request's deadline
 
 
 class ProcessEmbedding:
     """``embedder`` with its documents and questions embedded by a child process once the child is ready.
 
     ``start``: ``"now"`` starts the child at once, ``"auto"`` after :data:`MIN_TEXTS` texts;
-    ``threads``: the child model's threads (default: torch's). The name and dimension are the
-    parent's embedder's. Use it as a context manager (or call :meth:`close`): the child ends with
-    it, and also when the parent dies (its stdin closes). A text the child cannot embed is embedded
-    here (which raises the model's own error); a child that dies or breaks the protocol is stopped
-    and every later text is embedded here.
+    ``threads``: the child model's threads (default: torch's); ``timeout``: the seconds the child
+    may take to answer a question (a batch of texts: that much again for every 10 texts). The name
+    and dimension are the parent's embedder's. Use it as a context manager (or call :meth:`close`):
+    the child ends with it, and also when the parent dies (its stdin closes). A text the child
+    cannot embed is embedded here (which raises the model's own error); a child that dies, breaks
+    the protocol or answers late is stopped and every later text is embedded here.
     """
 
-    def __init__(self, embedder: Any, spec: dict[str, Any], start: str = "auto", threads: int | None = None) -> None:
+    def __init__(self, embedder: Any, spec: dict[str, Any], start: str = "auto", threads: int | None = None, timeout: float = 10.0) -> None:
+        if not timeout > 0:
+            raise ConfigurationError(f"timeout must be a positive number of seconds, got {timeout!r}")
         self._embedder = embedder
         self._spec = spec
         self._threads = threads
+        self._timeout = timeout
+        self._deadline: float | None = None  # when the pending request's reply is late (time.monotonic)
         self._lock = threading.Lock()
         self._child: subprocess.Popen[bytes] | None = None
         self._ready = threading.Event()  # the child has loaded the model
@@ -186,13 +194,14 @@ class ProcessEmbedding:
         except OSError as error:
             self._fail(error)
             return
-        threading.Thread(target=self._wait_ready, args=(self._child,), name="kgrag-embed-child", daemon=True).start()
+        threading.Thread(target=self._watch, args=(self._child,), name="kgrag-embed-child", daemon=True).start()
 
     def _thread_env(self) -> dict[str, str]:
         return {} if self._threads is None else {"OMP_NUM_THREADS": str(self._threads), "MKL_NUM_THREADS": str(self._threads)}
 
-    def _wait_ready(self, child: subprocess.Popen[bytes]) -> None:
-        """Read the child's first reply (it loads the model meanwhile); documents go to it after."""
+    def _watch(self, child: subprocess.Popen[bytes]) -> None:
+        """Read the child's first reply (it loads the model meanwhile; texts go to it after), then
+        kill it if a reply is late: the caller waiting for it then reads the end of the pipe."""
         try:
             kind, payload = _read_reply(child.stdout)
         except (OSError, EOFError, ValueError) as error:
@@ -203,12 +212,20 @@ class ProcessEmbedding:
             with self._lock:
                 self._fail(RuntimeError(payload.decode(errors="replace")))
         self._settled.set()
+        while self._child is child and child.poll() is None:
+            deadline = self._deadline
+            if deadline is not None and time.monotonic() > deadline:
+                child.kill()
+                return
+            time.sleep(_WATCH_PERIOD)
 
     def _ask(self, texts: list[str] | dict[str, str]) -> np.ndarray:
         """The child's vectors for a list of documents, or for ``{"query": text}``."""
         child = self._child
         assert child is not None and child.stdin is not None
         request = json.dumps(texts).encode()
+        limit = self._timeout * (1 if isinstance(texts, dict) else 1 + len(texts) / 10)
+        self._deadline = deadline = time.monotonic() + limit
         try:
             child.stdin.write(_LENGTH.pack(len(request)) + request)
             child.stdin.flush()
@@ -218,7 +235,11 @@ class ProcessEmbedding:
             # next request's: the child is stopped instead.
             if not isinstance(error, (OSError, EOFError)):
                 self._fail(error)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the embedding child process did not answer within {limit:.1f} s") from error
             raise
+        finally:
+            self._deadline = None
         if kind == b"E":
             raise _Refused(payload.decode(errors="replace"))
         if kind != b"V":
@@ -264,7 +285,7 @@ def in_child_process(embedder: Any, setting: bool | None) -> Any:
     return embedder if mode is None or spec is None else ProcessEmbedding(embedder, spec, mode)
 
 
-def in_own_process(embedder: Any) -> ProcessEmbedding:
+def in_own_process(embedder: Any, timeout: float = 10.0) -> ProcessEmbedding:
     """``embedder`` (a local model loaded by name) with its questions and documents embedded by a
     child process started now; use it as a context manager, or call ``close``, to end the child.
 
@@ -275,14 +296,15 @@ def in_own_process(embedder: Any) -> ProcessEmbedding:
     runs the model on one thread: a question is a small batch, and the other cores are the
     search's (on two cores, a child with two threads took 26.6 ms a question where this process
     took 19.8, and the searches beside it lost more than one thread did; HotpotQA, 100
-    questions)."""
+    questions). A child that takes more than ``timeout`` seconds to answer a question is stopped,
+    and that question and every later one are embedded in this process."""
     spec = _spec_of(embedder)
     if spec is None:
         raise ConfigurationError(
             f"{embedder!r} cannot be loaded in another process: pass a SentenceTransformerEmbedder made from a model "
             "name or folder, not from a loaded model object"
         )
-    return ProcessEmbedding(embedder, spec, "now", threads=1)
+    return ProcessEmbedding(embedder, spec, "now", threads=1, timeout=timeout)
 
 
 def available_memory() -> int:
