@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
+from json_server import JsonServer, embeddings_payload
 
 from surreal_kgrag.embed import (
     DEFAULT_MODEL,
@@ -107,72 +105,37 @@ def fake_vector(text: str, size: int) -> list[float]:
     return [digest[i % len(digest)] - 127.5 for i in range(size)]
 
 
-class EmbeddingsServer:
-    """POST /v1/embeddings in OpenAI's format; vectors derived from the text. Records every request."""
+SIZE = 12  # the vectors' size when a request names no dimensions
 
-    default_size = 12
 
-    def __init__(self) -> None:
-        self.requests: list[dict] = []
-        self.headers: list = []
-        server = self
+def embeddings(path: str, body: dict) -> tuple[int, dict]:
+    """POST /v1/embeddings in OpenAI's format, vectors derived from each text, listed in reverse
+    (clients must order by "index", not by position); a text "__drop_me__" gets no vector."""
+    if path != "/v1/embeddings":
+        return 404, {"error": {"message": f"no route {path}"}}
+    inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+    size = body.get("dimensions", SIZE)
+    kept = [(i, text) for i, text in enumerate(inputs) if text != "__drop_me__"]
+    payload = embeddings_payload([fake_vector(text, size) for _, text in kept], body["model"])
+    for row, (i, _) in zip(payload["data"], kept):
+        row["index"] = i
+    payload["data"].reverse()
+    payload["usage"] = {"prompt_tokens": len(inputs), "total_tokens": len(inputs)}
+    return 200, payload
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(body)
-                server.headers.append(self.headers)  # email.message.Message: case-insensitive
-                if self.path != "/v1/embeddings":
-                    self._send(404, {"error": {"message": f"no route {self.path}"}})
-                    return
-                inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-                size = body.get("dimensions", server.default_size)
-                data = [
-                    {"object": "embedding", "index": i, "embedding": fake_vector(text, size)}
-                    for i, text in enumerate(inputs)
-                    if text != "__drop_me__"
-                ]
-                data.reverse()  # clients must order by "index", not by position
-                self._send(
-                    200,
-                    {
-                        "object": "list",
-                        "data": data,
-                        "model": body["model"],
-                        "usage": {"prompt_tokens": len(inputs), "total_tokens": len(inputs)},
-                    },
-                )
 
-            def _send(self, status: int, payload: dict) -> None:
-                raw = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def expected(self, texts: list[str], size: int | None = None) -> np.ndarray:
-        vectors = np.array([fake_vector(t, size or self.default_size) for t in texts], dtype=np.float32)
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+def expected(texts: list[str], size: int = SIZE) -> np.ndarray:
+    vectors = np.array([fake_vector(t, size) for t in texts], dtype=np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
 @pytest.fixture
 def openai_server():
-    server = EmbeddingsServer()
-    server.thread.start()
-    yield server
-    server.httpd.shutdown()
-    server.httpd.server_close()
+    with JsonServer(embeddings) as server:
+        yield server
 
 
-def openai_embedder(server: EmbeddingsServer, **options) -> OpenAIEmbedder:
+def openai_embedder(server: JsonServer, **options) -> OpenAIEmbedder:
     return OpenAIEmbedder("test-embed", base_url=server.base_url, api_key="sk-test", **options)
 
 
@@ -180,7 +143,7 @@ def test_openai_batches_and_orders_by_index(openai_server):
     embedder = openai_embedder(openai_server, batch_size=2)
     texts = ["alpha", "beta", "gamma", "delta", "epsilon"]
     vectors = embedder.embed_documents(texts)
-    np.testing.assert_allclose(vectors, openai_server.expected(texts), atol=1e-6)
+    np.testing.assert_allclose(vectors, expected(texts), atol=1e-6)
     assert_unit_rows(vectors, 5, 12)
     assert [r["input"] for r in openai_server.requests] == [["alpha", "beta"], ["gamma", "delta"], ["epsilon"]]
     assert all(r["model"] == "test-embed" and r["encoding_format"] == "float" for r in openai_server.requests)
@@ -206,7 +169,7 @@ def test_openai_dimensions_option_is_sent_and_known_up_front(openai_server):
     assert embedder.dimension == 7
     assert openai_server.requests == []
     query = embedder.embed_query("hello")
-    np.testing.assert_allclose(query, openai_server.expected(["hello"], 7)[0], atol=1e-6)
+    np.testing.assert_allclose(query, expected(["hello"], 7)[0], atol=1e-6)
     assert openai_server.requests[0]["dimensions"] == 7
 
 

@@ -6,17 +6,16 @@ vector, and the answers are the ones an in-process embedding gives."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import signal
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
 import pytest
+from json_server import JsonServer, embeddings_payload
 
 from surreal_kgrag import ConfigurationError, Ingestor, SurrealStore, make_retriever
 from surreal_kgrag.embed import OpenAIEmbedder, SentenceTransformerEmbedder, in_own_process
@@ -222,28 +221,12 @@ class GatedEmbeddings:
     def __init__(self, minilm: Any) -> None:
         self.release = threading.Event()
         self.released: list[bool] = []
-        service = self
+        self.minilm = minilm
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-                service.released.append(service.release.wait(20))
-                vectors = minilm.embed_documents(texts)
-                data = [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)]
-                raw = json.dumps({"object": "list", "data": data, "model": body["model"], "usage": {}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+    def __call__(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        self.released.append(self.release.wait(20))
+        return 200, embeddings_payload(self.minilm.embed_documents(texts), body["model"])
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "graph"])
@@ -252,7 +235,7 @@ def test_a_remote_embedding_is_computed_while_the_first_queries_run(curie_store,
     contains, in one round trip; none of them needs the vector): a search that waited for the
     embedding first would hold the service 20 s and find ``released`` false."""
     service = GatedEmbeddings(minilm)
-    try:
+    with JsonServer(service) as server:
         query_many = SurrealStore.query_many
 
         def first_round_trip(store: SurrealStore, queries: Any) -> Any:
@@ -261,15 +244,12 @@ def test_a_remote_embedding_is_computed_while_the_first_queries_run(curie_store,
             return query_many(store, queries)
 
         monkeypatch.setattr(SurrealStore, "query_many", first_round_trip)
-        remote = OpenAIEmbedder("all-MiniLM-L6-v2", base_url=service.base_url, api_key="sk-test", dimensions=384)
+        remote = OpenAIEmbedder("all-MiniLM-L6-v2", base_url=server.base_url, api_key="sk-test", dimensions=384)
         for question in QUESTIONS:
             service.release.clear()
             remote_answer = answers_for(curie_store, mode, remote, spacy_extractor, question)
             assert service.released[-1] is True
             assert remote_answer == answers_for(curie_store, mode, minilm, spacy_extractor, question)
-    finally:
-        service.httpd.shutdown()
-        service.httpd.server_close()
 
 
 def answers_for(store: SurrealStore, mode: str, embedder: Any, extractor: Any, question: str) -> list[str]:

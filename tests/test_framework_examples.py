@@ -3,15 +3,13 @@ with the frameworks' fake LLMs, and the LangChain one also against an OpenAI-com
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from json_server import JsonServer, chat_payload
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,47 +49,22 @@ def test_llama_index_query_engine_example_offline():
     assert any("polonium.txt" in line for line in nodes)
 
 
-class ChatServer:
-    """An OpenAI-compatible /v1/chat/completions endpoint that answers from the prompt it receives."""
-
-    def __init__(self) -> None:
-        self.prompts: list[str] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                prompt = "\n".join(str(m.get("content")) for m in body.get("messages", []))
-                server.prompts.append(prompt)
-                answer = "Warsaw [1]." if "Warsaw" in prompt else "I do not know."
-                payload = {
-                    "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                }
-                data = json.dumps(payload).encode()
-                status = 200 if self.path == "/v1/chat/completions" else 404
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-
 @pytest.fixture
 def chat_server():
-    server = ChatServer()
-    server.thread.start()
-    yield server
-    server.httpd.shutdown()
-    server.httpd.server_close()
+    """An OpenAI-compatible /v1/chat/completions endpoint that answers from the prompt it receives."""
+
+    def answer(path: str, body: dict) -> tuple[int, dict]:
+        prompt = "\n".join(str(m.get("content")) for m in body.get("messages", []))
+        content = "Warsaw [1]." if "Warsaw" in prompt else "I do not know."
+        status = 200 if path == "/v1/chat/completions" else 404
+        return status, chat_payload({"role": "assistant", "content": content}, body.get("model", "m"))
+
+    with JsonServer(answer) as server:
+        yield server
+
+
+def prompts(server: JsonServer) -> list[str]:
+    return ["\n".join(str(m.get("content")) for m in body.get("messages", [])) for body in server.requests]
 
 
 def test_langchain_rag_example_with_an_openai_key(chat_server):
@@ -100,5 +73,5 @@ def test_langchain_rag_example_with_an_openai_key(chat_server):
     out = run_example("langchain_rag.py", "Where was Marie Curie born?", "--mode", "chunk", env=env)
     assert "LLM: ChatOpenAI (test-chat)" in out
     assert "Answer: Warsaw [1]." in out
-    [prompt] = chat_server.prompts
+    [prompt] = prompts(chat_server)
     assert "Cite passages as [n]" in prompt and "[1] Marie Curie" in prompt and "Question: Where was Marie Curie born?" in prompt

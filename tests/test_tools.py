@@ -11,13 +11,12 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections import Counter, defaultdict
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import jsonschema
 import pytest
+from json_server import JsonServer, chat_payload
 from surrealdb import RecordID
 
 from surreal_kgrag import IngestConfig, Ingestor, SurrealStore, get_stats
@@ -488,49 +487,21 @@ def test_tool_calling_example_runs_offline_with_a_labelled_stand_in(tmp_path):
     assert "(scripted, not generated)" in answer and "born in Warsaw" in answer and "Pierre Curie" in answer
 
 
-class _ChatServer:
-    """An OpenAI-compatible chat endpoint on 127.0.0.1 that asks for one tool call, then answers
-    with the tool result it was sent; it records every request body."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(body)
-                tool_messages = [m for m in body["messages"] if m["role"] == "tool"]
-                if tool_messages:
-                    concept = json.loads(tool_messages[-1]["content"])["concepts"][0]["display"]
-                    message = {"role": "assistant", "content": f"The top concept is {concept}."}
-                else:
-                    call = {"name": "search_concepts", "arguments": json.dumps({"query": "radioactive element", "k": 2})}
-                    message = {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": call}]}
-                payload = json.dumps({
-                    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if not tool_messages else "stop"}],
-                }).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+def one_tool_call(path: str, body: dict) -> tuple[int, dict]:
+    """An OpenAI-compatible chat model that asks for one tool call, then answers with the tool
+    result it was sent."""
+    tool_messages = [m for m in body["messages"] if m["role"] == "tool"]
+    if tool_messages:
+        concept = json.loads(tool_messages[-1]["content"])["concepts"][0]["display"]
+        return 200, chat_payload({"role": "assistant", "content": f"The top concept is {concept}."}, body["model"])
+    call = {"name": "search_concepts", "arguments": json.dumps({"query": "radioactive element", "k": 2})}
+    message = {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": call}]}
+    return 200, chat_payload(message, body["model"], finish_reason="tool_calls")
 
 
 def test_tool_calling_example_drives_openai_chat_completions(tmp_path):
-    server = _ChatServer()
-    try:
+    with JsonServer(one_tool_call) as server:
         out = _run_example(tmp_path, OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=server.base_url, OPENAI_MODEL="local-test")
-    finally:
-        server.httpd.shutdown()
     assert "[OpenAI]" in out and "scripted" not in out
     assert '-> search_concepts({"query": "radioactive element", "k": 2})' in out
     first, second = server.requests
