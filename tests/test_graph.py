@@ -14,7 +14,8 @@ from surreal_kgrag.extract import CallableConceptExtractor, title_aliases
 from surreal_kgrag.ingest.config import IngestConfig
 from surreal_kgrag.models import ChunkGraph, ConceptMention, LLMIngestStats, Relation, SourceDocument
 from surreal_kgrag.phrases import longest_matches, spans
-from surreal_kgrag.retrieval import make_retriever
+from surreal_kgrag.retrieval import Scope, make_retriever
+from surreal_kgrag.retrieval.graph import NAME_EDGES
 from surreal_kgrag.schema import CHUNK_LIST_MAX, SCHEMA_VERSION, ensure_schema
 from surreal_kgrag.surql import NO_FILTER
 
@@ -396,6 +397,47 @@ def test_the_lists_and_the_scoped_edges_give_the_same_walk(minilm, spacy_extract
         _edges(store)
         assert any(_single(store).values())
         assert _same(_ranked(store, minilm, "graph"), ranked["graph"])
+
+
+# "New York Times" is a longer name over "New York": only documents a public caller cannot read mention it.
+CITY_PUBLIC = [
+    ("park", "Central Park", "Central Park is the largest green space in New York. Joggers and skaters crowd its lawns every weekend."),
+    ("bridge", "Brooklyn Bridge", "The Brooklyn Bridge joins two boroughs of New York across the East River. It opened in 1883."),
+    ("common", "Boston Common", "Boston Common is the oldest public park in the country. Its lawns host concerts in summer."),
+    ("tahoe", "Lake Tahoe", "Lake Tahoe is a freshwater lake in the Sierra Nevada. Skiers visit its slopes in winter."),
+]
+CITY_HIDDEN = [
+    ("paper", "The New York Times", "The New York Times reported on the park in a long feature. It later won a prize for it."),
+    ("review", "Press Review", "Readers of the New York Times wrote letters about the skaters on the frozen pond."),
+]
+CITY_QUESTION = "Which park did the New York Times describe as crowded with skaters?"
+
+
+def _seen(store, minilm, mode, **options):
+    result = make_retriever(mode, store, embedder=minilm, **options).search(CITY_QUESTION, k=6)
+    return [(d.id, round(d.score, 9), sorted({p.concept.name for p in d.provenance if p.concept})) for d in result.documents]
+
+
+def test_a_name_only_hidden_documents_mention_does_not_choose_the_callers_names(minilm, spacy_extractor):
+    """The question's longest stored name ("new york times", a title too) is mentioned only by
+    secret documents: a public caller's search uses the "new york" its own documents mention and
+    ranks them exactly as a store that never held the secret ones, in every mode that matches names."""
+    with SurrealStore("mem://") as both, SurrealStore("mem://") as alone:
+        _ingest(both, minilm, spacy_extractor, _docs(CITY_PUBLIC) + _docs(CITY_HIDDEN, access=("secret",)))
+        _ingest(alone, minilm, spacy_extractor, _docs(CITY_PUBLIC))
+        everyone = _seen(both, minilm, "graph")
+        assert any("new york times" in names for _, _, names in everyone)  # the hidden name would win
+        public = Scope(access=["public"]).compile()
+        ids = [RecordID("concept", name) for name in ("new york", "new york times", "central park")]
+        rows = both.query("graph_names_scoped", {"ids": ids, **public.params}, edges=NAME_EDGES, filter=public)[-1]
+        assert {str(r["id"].id): r["titled"] for r in rows} == {"new york": False, "central park": True}
+        for mode in ("graph", "concept", "hybrid"):
+            seen = _seen(both, minilm, mode, access=["public"])
+            assert seen == _seen(alone, minilm, mode, access=["public"]), mode
+            assert {doc for doc, _, _ in seen} <= {key for key, _, _ in CITY_PUBLIC}
+            assert all("new york times" not in names for _, _, names in seen), mode
+            if mode != "hybrid":  # hybrid takes the question's names from spaCy, not from the store
+                assert any("new york" in names for _, _, names in seen), mode
 
 
 class _RelationExtractor:

@@ -28,6 +28,7 @@ from ..db.sdk import RecordID
 from ..extract import NOUN_PHRASE
 from ..ids import concept_id
 from ..schema import ADJACENCY_LISTS_SINCE
+from ..surql import CompiledFilter
 from . import documents
 from .base import Pool, Request
 from .config import GraphConfig, RetrieverConfig
@@ -36,6 +37,11 @@ from .hybrid import HybridRetriever, hits_of
 from .plan import Compute, Concurrently, Plan, Query
 from .results import ANALYZE, RANK, ConceptMatch, RetrievedDocument
 from .walk import Subgraph, WalkSettings, assemble, dense_reset, idf, personalized_pagerank
+
+#: How many of a name's edges a caller with a scope reads to find one inside it
+#: (``graph_names_scoped.surql``): every edge of a name the walk may start from (``max_df`` is at
+#: most ``CHUNK_LIST_MAX``), the first ones of a hub.
+NAME_EDGES = 64
 
 
 class GraphRetriever(HybridRetriever):
@@ -59,7 +65,7 @@ class GraphRetriever(HybridRetriever):
         chunk_total = yield from self._chunk_total(request)
         candidates = self._candidates(request)
         pool = Pool(request, candidates)
-        queries = [Query("graph_names", {"ids": [concept_id(name) for name in phrases.names(spans)]})]
+        queries = [names_query(request, spans)]
         if words:
             queries.append(self._text_query(request, words, chunk_total, candidates))
         if self._uses_documents():
@@ -196,6 +202,17 @@ def listed(out: dict[str, Any], config: GraphConfig) -> dict[str, Any]:
             if row and row.get("n") is not None
         ],
     }
+
+
+def names_query(request: Request, spans: list[phrases.Span]) -> Query:
+    """The lookup of the question's candidate names among the stored concepts: ``graph_names.surql``
+    for a caller who may read everything, ``graph_names_scoped.surql`` (a name counts only through
+    its chunks inside the scope) for any other."""
+    ids = [concept_id(name) for name in phrases.names(spans)]
+    if not request.filter.condition:
+        return Query("graph_names", {"ids": ids})
+    placeholders: dict[str, int | CompiledFilter] = {"edges": NAME_EDGES, "filter": request.filter}
+    return Query("graph_names_scoped", {"ids": ids, **request.filter.params}, placeholders)
 
 
 def question_concepts(
