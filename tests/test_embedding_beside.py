@@ -150,9 +150,9 @@ def test_a_child_process_embeds_the_questions_and_the_answers_do_not_change(curi
     asked: list[Any] = []
     ask = ProcessEmbedding._ask
 
-    def counted(embedding: ProcessEmbedding, texts: Any) -> np.ndarray:
+    def counted(embedding: ProcessEmbedding, texts: Any, limit: float) -> np.ndarray:
         asked.append(texts)
-        return ask(embedding, texts)
+        return ask(embedding, texts, limit)
 
     monkeypatch.setattr(ProcessEmbedding, "_ask", counted)
     with in_own_process(minilm) as child:

@@ -10,13 +10,14 @@ import os
 import random
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import pytest
 
 from surreal_kgrag import ConfigurationError, SurrealStore
-from surreal_kgrag.embed import SentenceTransformerEmbedder
+from surreal_kgrag.embed import SentenceTransformerEmbedder, process
 from surreal_kgrag.embed.process import ProcessEmbedding, start_mode
 from surreal_kgrag.ingest import IngestConfig, Ingestor
 
@@ -53,8 +54,8 @@ class ChildCalls:
         self.pids: list[int] = []
         ask, start = ProcessEmbedding._ask, ProcessEmbedding._start
 
-        def counted_ask(embedding: ProcessEmbedding, texts: list[str]) -> np.ndarray:
-            vectors = ask(embedding, texts)
+        def counted_ask(embedding: ProcessEmbedding, texts: list[str], limit: float) -> np.ndarray:
+            vectors = ask(embedding, texts, limit)
             self.answered += len(texts)
             if after_first is not None and self.answered == len(texts):
                 after_first(embedding)
@@ -140,6 +141,60 @@ def test_a_child_that_stops_answering_is_stopped_in_time_and_loses_nothing(minil
         assert "did not answer within 6.5 s" in caplog.text
         assert 6.5 <= waited < 60
     assert np.abs(vectors - minilm.embed_documents(texts)).max() < 1e-5
+
+
+def test_a_question_is_not_held_behind_a_batch_and_a_forked_process_leaves_the_child_alone(minilm, monkeypatch):
+    asked: list[Any] = []
+    ask = ProcessEmbedding._ask
+    monkeypatch.setattr(ProcessEmbedding, "_ask", lambda embedding, texts, limit: asked.append(texts) or ask(embedding, texts, limit))
+    question = "Where did Marie Curie study polonium?"
+    with ProcessEmbedding(minilm, minilm.process_spec(), "now", threads=1, timeout=600) as embedding:
+        assert embedding.wait_until_ready(120)
+        # while the child embeds a long batch, a question is embedded here at once (not after the
+        # batch, nor after its timeout)
+        texts = documents(600, 4)
+        with ThreadPoolExecutor(1) as pool:
+            batch = pool.submit(embedding.embed_documents, texts)
+            while not embedding._batch and not batch.done():
+                time.sleep(0.001)
+            vector = embedding.embed_query(question)
+            assert not batch.done()  # the question did not wait for the batch
+            vectors = batch.result()
+        assert asked == [texts] and embedding.in_child
+        assert np.abs(vector - minilm.embed_query(question)).max() < 1e-5
+        assert np.abs(vectors[:3] - minilm.embed_documents(texts[:3])).max() < 1e-5
+        # between batches, questions go to the child
+        assert np.abs(embedding.embed_query(question) - vector).max() < 1e-5 and asked[-1] == {"query": question}
+        # a process forked from this one does not share the child's pipes: it embeds by itself, and
+        # its close() leaves the child to this process
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the forked process
+            try:
+                seen = [embedding.in_child, embedding.embeds_elsewhere]
+                embedding.close()
+                os.write(write, json.dumps(seen).encode())
+            finally:
+                os._exit(0)
+        os.close(write)
+        os.waitpid(pid, 0)
+        assert json.loads(os.read(read, 1024)) == [False, False]
+        os.close(read)
+        assert embedding.in_child and embedding._child.poll() is None
+        assert np.abs(embedding.embed_query(question) - vector).max() < 1e-5 and len(asked) == 3
+
+
+def test_a_child_that_does_not_load_the_model_in_time_is_stopped(minilm, monkeypatch, caplog):
+    monkeypatch.setattr(process, "LOAD_TIMEOUT", 0.5)  # importing torch alone takes longer
+    with (
+        caplog.at_level(logging.WARNING, logger="surreal_kgrag.embed.process"),
+        ProcessEmbedding(minilm, minilm.process_spec(), "now") as embedding,
+    ):
+        child = embedding._child
+        assert not embedding.wait_until_ready(120)
+        assert child.poll() is not None and child.stdout.closed
+        assert np.abs(embedding.embed_documents(["radium", "polonium"]) - minilm.embed_documents(["radium", "polonium"])).max() < 1e-5
+    assert "did not load the model within 0.5 s" in caplog.text
 
 
 def test_a_child_that_cannot_load_the_model_is_reported_and_the_parent_embeds(minilm, spacy_extractor, monkeypatch, caplog):

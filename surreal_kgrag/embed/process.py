@@ -37,6 +37,7 @@ from typing import IO, Any
 import numpy as np
 
 from ..errors import ConfigurationError
+from .base import check_texts
 
 logger = logging.getLogger(__name__)
 
@@ -62,18 +63,25 @@ _CHILD_ENV = {
 _HEADER = struct.Struct("<cI")  # a reply: its kind (b"R"eady, b"V"ectors, b"E"rror) and payload length
 _LENGTH = struct.Struct("<I")  # a request: the payload length (0: stop)
 _WATCH_PERIOD = 0.25  # seconds between two looks at a pending request's deadline
+_LOCK_POLL = 0.005  # seconds between two looks, while a question waits for the pipes, at whether a batch holds them
+#: The seconds a child may take to load the model (it then says it is ready); a child that takes
+#: longer is stopped and the texts are embedded in this process.
+LOAD_TIMEOUT = 300.0
 
 
 class ProcessEmbedding:
     """``embedder`` with its documents and questions embedded by a child process once the child is ready.
 
     ``start``: ``"now"`` starts the child at once, ``"auto"`` after :data:`MIN_TEXTS` texts;
-    ``threads``: the child model's threads (default: torch's); ``timeout``: the seconds the child
-    may take to answer a question (a batch of texts: that much again for every 10 texts). The name
-    and dimension are the parent's embedder's. Use it as a context manager (or call :meth:`close`):
-    the child ends with it, and also when the parent dies (its stdin closes). A text the child
-    cannot embed is embedded here (which raises the model's own error); a child that dies, breaks
-    the protocol or answers late is stopped and every later text is embedded here.
+    ``threads``: the child model's threads (default: torch's); ``timeout``: the seconds a question
+    may wait for the child (a batch of texts: that much again for every 10 texts). The name and
+    dimension are the parent's embedder's. Use it as a context manager (or call :meth:`close`): the
+    child ends with it, and also when the parent dies (its stdin closes). A text the child cannot
+    embed is embedded here (which raises the model's own error); a child that dies, breaks the
+    protocol, answers late or does not load the model within :data:`LOAD_TIMEOUT` is stopped and
+    every later text is embedded here. A question asked while the child embeds a batch of documents
+    is embedded here rather than wait for the batch. A process forked from this one embeds
+    everything itself (the child's pipes are this process's).
     """
 
     def __init__(self, embedder: Any, spec: dict[str, Any], start: str = "auto", threads: int | None = None, timeout: float = 10.0) -> None:
@@ -83,12 +91,20 @@ class ProcessEmbedding:
         self._spec = spec
         self._threads = threads
         self._timeout = timeout
-        self._deadline: float | None = None  # when the pending request's reply is late (time.monotonic)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one request at a time on the pipes
         self._child: subprocess.Popen[bytes] | None = None
+        self._owner = os.getpid()
         self._ready = threading.Event()  # the child has loaded the model
         self._settled = threading.Event()  # ... or failed to
         self._failed = False
+        self._batch = False  # the child is embedding documents (under the lock)
+        self._requests = 0
+        # The request being answered (its deadline and number) and whether the watch found one late;
+        # the watch reads and changes them under _watch_lock, so it never stops the child for a
+        # request that was answered meanwhile.
+        self._pending: tuple[float, int] | None = None
+        self._late = False
+        self._watch_lock = threading.Lock()
         self._texts = 0
         if start == "now":
             self._start()
@@ -110,7 +126,7 @@ class ProcessEmbedding:
     @property
     def in_child(self) -> bool:
         """Whether texts and questions are embedded by the child now."""
-        return self._ready.is_set() and not self._failed
+        return self._ready.is_set() and not self._failed and os.getpid() == self._owner
 
     def wait_until_ready(self, timeout: float | None = None) -> bool:
         """Wait until the child has loaded the model or failed to (at most ``timeout`` seconds);
@@ -132,14 +148,17 @@ class ProcessEmbedding:
         return self.in_child
 
     def embed_query(self, text: str) -> np.ndarray:
-        with self._lock:
-            if self.in_child:
-                try:
-                    return self._ask({"query": text})[0]
-                except _Refused:
-                    pass  # this text: embedded here, where the model raises its own error
-                except (OSError, EOFError, ValueError, RuntimeError) as error:
-                    self._fail(error)
+        give_up = time.monotonic() + self._timeout
+        if self.in_child and self._lock_for_question(give_up):
+            try:
+                if self.in_child:  # (the child may have failed while this question waited)
+                    return self._ask({"query": text}, max(give_up - time.monotonic(), min(self._timeout, 1.0)))[0]
+            except _Refused:
+                pass  # this text: embedded here, where the model raises its own error
+            except (OSError, EOFError, ValueError, RuntimeError) as error:
+                self._fail(error)
+            finally:
+                self._lock.release()
         return self._embedder.embed_query(text)
 
     async def aembed_query(self, text: str) -> np.ndarray:
@@ -151,37 +170,50 @@ class ProcessEmbedding:
         return await asyncio.to_thread(self.embed_documents, texts)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        texts = check_texts(texts)
+        if os.getpid() != self._owner:
+            return self._embedder.embed_documents(texts)
         with self._lock:
             self._texts += len(texts)
             if self._child is None and not self._failed and self._texts >= MIN_TEXTS:
                 self._start()
             if texts and self.in_child:
+                self._batch = True
                 try:
-                    return self._ask(list(texts))
+                    return self._ask(texts, self._timeout * (1 + len(texts) / 10))
                 except _Refused:
                     pass  # these texts: embedded here, where the model raises its own error
                 except (OSError, EOFError, ValueError, RuntimeError) as error:
                     self._fail(error)
+                finally:
+                    self._batch = False
         return self._embedder.embed_documents(texts)
 
     def close(self) -> None:
+        if os.getpid() != self._owner:
+            return  # a forked process: the child is its parent's to end
         with self._lock:
             child, self._child = self._child, None
             self._failed = True  # quietly: nothing goes to the child from now on
         if child is None:
             return
-        if not self._ready.is_set():  # still loading the model: nothing to finish
-            child.kill()
-            child.wait()
-            return
-        try:
-            assert child.stdin is not None
-            child.stdin.write(_LENGTH.pack(0))
-            child.stdin.close()
-            child.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            child.kill()
-            child.wait()
+        if self._ready.is_set():  # let it finish its reply and exit; a loading child has nothing to finish
+            try:
+                assert child.stdin is not None
+                child.stdin.write(_LENGTH.pack(0))
+                child.stdin.close()
+                child.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        _end(child)
+
+    def _lock_for_question(self, give_up: float) -> bool:
+        """Take the pipes for a question: at once after another question, never behind a batch
+        of documents (False: the question is embedded here), at most until ``give_up``."""
+        while not self._lock.acquire(timeout=_LOCK_POLL):
+            if self._batch or time.monotonic() > give_up:
+                return False
+        return True
 
     def _start(self) -> None:
         try:
@@ -201,45 +233,62 @@ class ProcessEmbedding:
 
     def _watch(self, child: subprocess.Popen[bytes]) -> None:
         """Read the child's first reply (it loads the model meanwhile; texts go to it after), then
-        kill it if a reply is late: the caller waiting for it then reads the end of the pipe."""
+        stop it if a reply is late: the caller waiting for it then reads the end of the pipe."""
+        too_slow = threading.Event()
+
+        def stop_loading() -> None:
+            too_slow.set()
+            child.kill()
+
+        loading = threading.Timer(LOAD_TIMEOUT, stop_loading)
+        loading.daemon = True
+        loading.start()
         try:
             kind, payload = _read_reply(child.stdout)
         except (OSError, EOFError, ValueError) as error:
             kind, payload = b"E", str(error).encode()
+        loading.cancel()
         if kind == b"R":
             self._ready.set()
         else:
+            if too_slow.is_set():
+                payload = f"the embedding child process did not load the model within {LOAD_TIMEOUT:g} s".encode()
             with self._lock:
                 self._fail(RuntimeError(payload.decode(errors="replace")))
         self._settled.set()
         while self._child is child and child.poll() is None:
-            deadline = self._deadline
-            if deadline is not None and time.monotonic() > deadline:
-                child.kill()
-                return
+            pending = self._pending
+            if pending is not None and time.monotonic() > pending[0]:
+                with self._watch_lock:
+                    if self._pending is pending:  # still unanswered
+                        self._late = True
+                        child.kill()
+                        return
             time.sleep(_WATCH_PERIOD)
 
-    def _ask(self, texts: list[str] | dict[str, str]) -> np.ndarray:
-        """The child's vectors for a list of documents, or for ``{"query": text}``."""
+    def _ask(self, texts: list[str] | dict[str, str], limit: float) -> np.ndarray:
+        """The child's vectors for a list of documents, or for ``{"query": text}``, within ``limit`` seconds."""
         child = self._child
         assert child is not None and child.stdin is not None
         request = json.dumps(texts).encode()
-        limit = self._timeout * (1 if isinstance(texts, dict) else 1 + len(texts) / 10)
-        self._deadline = deadline = time.monotonic() + limit
+        self._requests += 1
+        self._pending = (time.monotonic() + limit, self._requests)
         try:
             child.stdin.write(_LENGTH.pack(len(request)) + request)
             child.stdin.flush()
             kind, payload = _read_reply(child.stdout)
+        except (OSError, EOFError) as error:
+            if self._late:
+                raise TimeoutError(f"the embedding child process did not answer within {limit:.1f} s") from error
+            raise
         except BaseException as error:
             # Interrupted between the request and its reply (Ctrl-C), the reply would be read as the
             # next request's: the child is stopped instead.
-            if not isinstance(error, (OSError, EOFError)):
-                self._fail(error)
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the embedding child process did not answer within {limit:.1f} s") from error
+            self._fail(error)
             raise
         finally:
-            self._deadline = None
+            with self._watch_lock:
+                self._pending = None
         if kind == b"E":
             raise _Refused(payload.decode(errors="replace"))
         if kind != b"V":
@@ -257,9 +306,20 @@ class ProcessEmbedding:
             logger.warning("embedding in a child process failed (%s); embedding in this process from now on", error)
         self._failed = True
         child, self._child = self._child, None
-        if child is not None:
-            child.kill()
-            child.wait()
+        if child is not None and os.getpid() == self._owner:
+            _end(child)
+
+
+def _end(child: subprocess.Popen[bytes]) -> None:
+    """Kill the child (if it has not exited), reap it and close its pipes."""
+    child.kill()
+    child.wait()
+    for stream in (child.stdin, child.stdout):
+        try:
+            if stream is not None:
+                stream.close()
+        except OSError:
+            pass  # a request half-written to a dead child: nothing more to send
 
 
 class _Refused(RuntimeError):
