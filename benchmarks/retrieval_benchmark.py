@@ -38,15 +38,17 @@ from surreal_kgrag.retrieval import BaseRetriever, HybridRetriever, make_retriev
 from surreal_kgrag.retrieval.graph import GraphRetriever
 from surreal_kgrag.retrieval.plan import Plan, run
 from surreal_kgrag.retrieval.results import Timings
+from surreal_kgrag.schema import ADJACENCY_LISTS_SINCE
 
 
 class EdgeWalkingGraphRetriever(GraphRetriever):
     """The graph mode reading its subgraph from the edges (``graph_subgraph_scoped.surql``), as it
     does for a scoped caller or a store without the adjacency lists: the lists' saving, measured."""
 
-    def _adjacency_lists(self) -> Plan[bool]:
-        return False
-        yield  # pragma: no cover - makes this a generator
+    def _schema_since(self, version: int) -> Plan[bool]:
+        if version == ADJACENCY_LISTS_SINCE:
+            return False  # as a store written before the lists
+        return (yield from super()._schema_since(version))
 
 
 def fusion_timing(store: SurrealStore, retriever: HybridRetriever, questions: list[str]) -> dict[str, float]:
