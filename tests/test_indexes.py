@@ -11,7 +11,7 @@ from store_rows import one_chunk_document
 
 from surreal_kgrag import surql
 from surreal_kgrag.indexes import IndexSettings, IndexState
-from surreal_kgrag.schema import ensure_schema
+from surreal_kgrag.schema import ensure_schema, read_meta
 from surreal_kgrag.store import SurrealStore
 from surreal_kgrag.surql import NO_FILTER
 
@@ -193,6 +193,22 @@ def test_write_statements_are_recognised(text):
                                   "SELECT * FROM chunk WITH INDEX {{chunk_index}} WHERE embedding <|5,40|> $v"])
 def test_reads_are_not_taken_for_writes(text):
     assert not surql.writes(text)
+
+
+def test_the_store_settings_are_read_without_waiting_for_a_rebuild():
+    """store_meta.surql is a read (it once defined its table, and every reader of the settings
+    waited behind an index rebuild's write gate); it answers None on a new database."""
+    assert not surql.writes(surql.load("store_meta"))
+    with SurrealStore("mem://") as store:
+        assert read_meta(store) is None
+        ensure_schema(store, dimension=DIM, embedder="e")
+        assert read_meta(store)["dimension"] == DIM
+        catalog = store._conn().catalog
+        assert catalog.begin_rebuild()  # the gate a rebuild closes to writers
+        try:
+            assert read_meta(store)["embedder"] == "e"  # a write would wait here until end_rebuild
+        finally:
+            catalog.end_rebuild()
 
 
 def test_identifiers_rendered_into_surrealql_are_checked():
