@@ -10,6 +10,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -48,6 +49,40 @@ def test_a_started_call_runs_beside_the_plan():
     timings: dict[str, float] = {}
     assert plans.run(None, plan(), timings) is True
     assert set(timings) == {"embed", "rank"}
+
+
+def test_calls_stuck_beside_every_plan_do_not_hold_the_next_searches():
+    """With every beside thread held by a call that does not return (a service that never answers),
+    the next plan's call runs in its own thread, at once, instead of queueing behind them."""
+    release = threading.Event()
+    begun = threading.Semaphore(0)
+
+    def stuck_call() -> bool:
+        begun.release()
+        return release.wait(60)
+
+    def stuck() -> plans.Plan[bool]:
+        started = yield Start(Call(stuck_call, timing="embed"))
+        return (yield Wait(started, "embed"))
+
+    def plan() -> plans.Plan[str]:
+        started = yield Start(Call(lambda: threading.current_thread().name, timing="embed"))
+        return (yield Wait(started, "embed"))
+
+    with ThreadPoolExecutor(plans.BESIDE_THREADS) as searches:
+        held = [searches.submit(plans.run, None, stuck()) for _ in range(plans.BESIDE_THREADS)]
+        try:
+            assert all(begun.acquire(timeout=10) for _ in held)  # every beside thread is taken
+            assert plans.run(None, plan()) == threading.current_thread().name
+        finally:
+            release.set()
+        assert all(search.result(10) for search in held)
+    for _ in range(200):  # each thread is counted free once its call's done-callbacks have run
+        if plans.run(None, plan()).startswith("kgrag-beside"):
+            break
+        time.sleep(0.01)
+    else:
+        raise AssertionError("the beside threads were not free again after their calls returned")
 
 
 async def test_a_started_call_runs_beside_the_plan_under_the_async_driver():

@@ -28,7 +28,7 @@ import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -183,7 +183,7 @@ def _run(store: SurrealStore | None, step: Step) -> Any:
     if isinstance(step, Compute):
         return step.run()
     if isinstance(step, Start):
-        return _beside().submit(step.call.run)
+        return _start_beside(step.call)
     if isinstance(step, Wait):
         return step.started.result()
     if isinstance(step, Query):
@@ -229,24 +229,47 @@ async def _acall(call: Call) -> Any:
     return await asyncio.to_thread(call.run)
 
 
+#: The threads that wait for started calls: a call beside a plan spends its time waiting on another
+#: process or a service, so a few threads serve every search of the process.
+BESIDE_THREADS = 8
 _BESIDE: ThreadPoolExecutor | None = None
 _BESIDE_LOCK = threading.Lock()
+_BESIDE_BUSY = 0  # started calls not finished yet
 
 
-def _beside() -> ThreadPoolExecutor:
-    """The threads that wait for started calls: a call beside a plan spends its time waiting on
-    another process or a service, so a few threads serve every search of the process."""
-    global _BESIDE
+def _start_beside(call: Call) -> Future[Any]:
+    """``call`` begun in a beside thread; run here at once when every beside thread is taken (calls
+    stuck on a service that does not answer would otherwise hold every later search in the queue)."""
+    global _BESIDE, _BESIDE_BUSY
     with _BESIDE_LOCK:
-        if _BESIDE is None:
-            _BESIDE = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kgrag-beside")
-        return _BESIDE
+        full = _BESIDE_BUSY >= BESIDE_THREADS
+        if not full:
+            _BESIDE_BUSY += 1
+            if _BESIDE is None:
+                _BESIDE = ThreadPoolExecutor(max_workers=BESIDE_THREADS, thread_name_prefix="kgrag-beside")
+            pool = _BESIDE
+    if full:
+        done: Future[Any] = Future()
+        try:
+            done.set_result(call.run())
+        except Exception as error:
+            done.set_exception(error)
+        return done
+    started = pool.submit(call.run)
+    started.add_done_callback(_beside_done)
+    return started
+
+
+def _beside_done(_: Future[Any]) -> None:
+    global _BESIDE_BUSY
+    with _BESIDE_LOCK:
+        _BESIDE_BUSY -= 1
 
 
 def _forget_beside() -> None:
     """In a forked child the parent's threads do not exist: it starts its own."""
-    global _BESIDE, _BESIDE_LOCK
-    _BESIDE, _BESIDE_LOCK = None, threading.Lock()
+    global _BESIDE, _BESIDE_LOCK, _BESIDE_BUSY
+    _BESIDE, _BESIDE_LOCK, _BESIDE_BUSY = None, threading.Lock(), 0
 
 
 if hasattr(os, "register_at_fork"):
