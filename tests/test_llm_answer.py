@@ -257,6 +257,16 @@ async def test_the_llama_index_query_engine(retriever, server):
     assert "Marie Curie was born in Warsaw." in cited[0].node.get_content()
     assert cited[0].node.ref_doc_id == response.metadata["answer"].citations[0].document_id
     assert (await engine.aquery(QUESTION)).response == "In Warsaw."
+    # the source nodes are the passages the prompt numbered: one a document here, each a retrieved chunk
+    one_each = SurrealKGAnswerQueryEngine(SurrealKGRetriever.from_retriever(retriever), llm(server), config=AnswerConfig(chunks_per_document=1))
+    response = one_each.query(QUESTION)
+    prompt = server.requests[-1]["messages"][-1]["content"]
+    shown = response.metadata["answer"].shown
+    assert sorted(n.node.node_id for n in response.source_nodes) == sorted(shown)
+    assert len(response.source_nodes) == len(shown) == prompt.count("Title: ") == len({n.node.ref_doc_id for n in response.source_nodes})
+    retrieved = sum(len(d.chunks) for d in response.metadata["answer"].retrieval.documents)
+    assert retrieved > len(shown)  # chunks retrieved but not shown are not sources
+    assert all(" ".join(n.node.get_content().split())[:60] in " ".join(prompt.split()) for n in response.source_nodes)
 
 
 def test_an_answer_sentence_no_citation_supports_is_dropped(retriever, server):

@@ -80,6 +80,7 @@ class Answer(BaseModel):
     reattributed_citations: int = Field(0, description="citations found in another retrieved document than the one named")
     dropped_sentences: int = Field(0, description="sentences of the model's answer that no kept citation supports")
     retrieval: RetrievalResult
+    shown: list[str] = Field(default_factory=list, description="the chunks shown to the model, by id, in the order they were numbered")
     usage: LLMUsage = Field(default_factory=LLMUsage)
 
 
@@ -176,11 +177,12 @@ def answer_plan(
         lambda: retriever.search(question, **options), lambda: retriever.asearch(question, **options), "retrieve"
     )
     passages = _Passages(retrieval.documents, config)
+    shown = [chunk_id for _, chunk_id, _ in passages.items]
     usage = LLMUsage()
 
     def unanswered(dropped: int = 0) -> Answer:
         return Answer(question=question, answer=config.cannot_answer, answered=False, supporting={}, citations=[],
-                      dropped_citations=dropped, retrieval=retrieval, usage=usage)
+                      dropped_citations=dropped, retrieval=retrieval, shown=shown, usage=usage)
 
     if not passages.items:
         return unanswered()
@@ -218,6 +220,7 @@ def answer_plan(
         reattributed_citations=reattributed,
         dropped_sentences=unsupported,
         retrieval=retrieval,
+        shown=shown,
         usage=usage,
     )
 

@@ -19,7 +19,8 @@ class SurrealKGAnswerQueryEngine(BaseQueryEngine):
 
     ``retriever``: a :class:`SurrealKGRetriever`, a core retriever or a store (resolved on the first
     query). ``Response.response`` is the answer (or the "cannot answer" text); ``source_nodes`` are
-    the chunks shown to the model, the cited ones first with ``metadata["cited"] = True``;
+    the chunks shown to the model (the best ``chunks_per_document`` of each document), the cited
+    ones first with ``metadata["cited"] = True``, each related to its neighbours like the retriever's;
     ``Response.metadata`` holds ``supporting`` (title -> sentence), ``dropped_citations``,
     ``answered`` and the whole core ``answer``.
     """
@@ -51,12 +52,13 @@ class SurrealKGAnswerQueryEngine(BaseQueryEngine):
 
 def _response(result: Answer) -> Response:
     cited = {citation.chunk_id for citation in result.citations}
+    retrieved = {chunk.id: (document, chunk) for document in result.retrieval.documents for chunk in document.chunks}
     nodes = []
-    for document in result.retrieval.documents:
-        for chunk in document.chunks:
-            node = chunk_node(document, chunk, result.retrieval.mode)
-            node.metadata["cited"] = chunk.id in cited
-            nodes.append(NodeWithScore(node=node, score=chunk.score))
+    for chunk_id in result.shown:
+        document, chunk = retrieved[chunk_id]
+        node = chunk_node(document, chunk, result.retrieval.mode, document.chunk_count)
+        node.metadata["cited"] = chunk_id in cited
+        nodes.append(NodeWithScore(node=node, score=chunk.score))
     nodes.sort(key=lambda n: not n.node.metadata["cited"])  # stable: cited first, retrieval order kept
     metadata = {
         "answered": result.answered,
