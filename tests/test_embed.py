@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -79,6 +82,40 @@ def test_minilm_aliases_share_one_loaded_model(minilm):
     wrapped = resolve_embedder(minilm.model)
     assert isinstance(wrapped, SentenceTransformerEmbedder)
     assert wrapped.name == DEFAULT_MODEL and wrapped.dimension == 384
+
+
+def test_wrappers_of_one_model_object_encode_one_at_a_time(minilm):
+    """Embedders around one SentenceTransformer object (the tool dispatcher resolves its embedder
+    twice) take turns on it: its fast tokenizer fails ("Already borrowed") when two threads use
+    it at once. Counted at the model's encode_document, slowed so that overlapping calls meet."""
+    model = minilm.model
+    original = model.encode_document
+    inside, most = [0], [0]
+    count = threading.Lock()
+
+    def counting(*args, **kwargs):
+        with count:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        try:
+            time.sleep(0.01)
+            return original(*args, **kwargs)
+        finally:
+            with count:
+                inside[0] -= 1
+
+    texts = ["Marie Curie was born in Warsaw.", "The Eiffel Tower is in Paris.", "Honolulu is in Hawaii."]
+    expected = minilm.embed_documents(texts)
+    wrappers = [SentenceTransformerEmbedder(model), resolve_embedder(model), minilm]
+    model.encode_document = counting
+    try:
+        with ThreadPoolExecutor(6) as pool:
+            results = list(pool.map(lambda i: wrappers[i % len(wrappers)].embed_documents(texts), range(24)))
+    finally:
+        del model.encode_document
+    assert most[0] == 1
+    for vectors in results:
+        np.testing.assert_allclose(vectors, expected, atol=1e-5)
 
 
 def test_unknown_model_fails_on_first_use_with_instructions(tmp_path):

@@ -4,6 +4,7 @@ a record-user connection; generated statements (hypothesis) never change the dat
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -14,6 +15,7 @@ from llm_support import CORPUS
 from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.llm import ReadonlyLimits, ReadonlyQueryError, arun_readonly_query, check_readonly, run_readonly_query
+from surreal_kgrag.llm.bounds import GRAPH_TABLES, PRIVATE_TABLES
 from surreal_kgrag.llm.guard import FORBIDDEN_WORDS, tokenize
 from surreal_kgrag.llm.text2surql import TABLES
 from surreal_kgrag.retrieval import Scope
@@ -198,8 +200,63 @@ def test_the_row_limit_cuts_and_says_so(store):
     assert not every.truncated and len(every.rows) > 10
     three = run_readonly_query(store, "SELECT index FROM chunk", limits=ReadonlyLimits(rows=3))
     assert three.truncated and len(three.rows) == 3
+    assert every.note is None and "more rows than the row limit 3" in three.note
     ids = run_readonly_query(store, "SELECT VALUE id FROM document ORDER BY id", limits=ReadonlyLimits(rows=2)).rows
     assert ids == ["document:marie", "document:nobel"]  # record ids stay ids, not the records behind them
+
+
+def test_the_size_limit_cuts_and_says_so(store):
+    """One row can hold a whole table: the rows sent on are the first whose JSON fits in max_bytes."""
+    whole = "SELECT array::group(id.*) AS chunks FROM chunk GROUP ALL"
+    uncut = run_readonly_query(store, whole, limits=ReadonlyLimits(max_bytes=64 * 1024 * 1024))
+    assert not uncut.truncated and len(json.dumps(uncut.rows)) > 100_000  # every chunk, its vector included
+    assert ReadonlyLimits().max_bytes == 256 * 1024
+    cut = run_readonly_query(store, whole, limits=ReadonlyLimits(max_bytes=4096))
+    assert cut.rows == [] and cut.truncated
+    assert "may hold 4,096 bytes of JSON and row 1 alone is" in cut.note and "string::slice(content, 0, 300)" in cut.note
+    rows = run_readonly_query(store, "SELECT id, content FROM chunk ORDER BY id", limits=ReadonlyLimits(max_bytes=1024))
+    every = run_readonly_query(store, "SELECT id, content FROM chunk ORDER BY id").rows
+    assert rows.truncated and 0 < len(rows.rows) < len(every) and rows.rows == every[: len(rows.rows)]
+    assert len(json.dumps(rows.rows, ensure_ascii=False, separators=(",", ":")).encode()) <= 1024
+    assert f"the first {len(rows.rows)} rows are shown" in rows.note
+    # The note's advice runs, and fits.
+    advice = "SELECT array::slice(array::group(string::slice(content, 0, 300)), 0, 20) AS texts FROM chunk GROUP ALL"
+    assert not run_readonly_query(store, advice, limits=ReadonlyLimits(max_bytes=8192)).truncated
+
+
+PRIVATE_READS = [
+    "SELECT `kg_meta`:store.* AS meta FROM document",
+    "SELECT ⟨kg_meta⟩:store.* AS meta FROM document",
+    "SELECT * FROM `kg_meta`",
+    "SELECT * FROM ⟨kg_meta⟩:store",
+    "SELECT * FROM document WHERE `kg_meta`:store.schema_version > 0",
+    "SELECT title, ⟨concept_vector⟩:x AS v FROM document",
+    "SELECT ->`concept_chunks` AS c FROM concept",
+    "SELECT `term` FROM document",
+]
+
+
+@pytest.mark.parametrize("statement", PRIVATE_READS)
+def test_escaped_names_of_the_stores_own_tables_are_refused(store, statement):
+    """The engine reads `kg_meta` and ⟨kg_meta⟩ as the table kg_meta, as a table, in a record id and
+    in a graph path; the guard refuses them as it refuses the plain name."""
+    plain = statement.replace("`", "").replace("⟨", "").replace("⟩", "")
+    for text in (statement, plain):
+        with pytest.raises(ReadonlyQueryError) as refused:
+            run_readonly_query(store, text)
+        assert refused.value.code == "table", str(refused.value)
+
+
+def test_the_engine_reads_escaped_table_names(store):
+    """Why the guard unescapes names: the engine takes both escapes for the table."""
+    engine = store.query_text("engine", "SELECT VALUE [`kg_meta`:store.*, ⟨kg_meta⟩:store.*] FROM ONLY document:paris")[-1]
+    assert engine[0] is not None and engine[0] == engine[1]
+    assert run_readonly_query(store, "SELECT VALUE title FROM `document` WHERE id = ⟨document⟩:paris").rows == ["Paris"]
+
+
+def test_every_table_of_the_schema_is_in_the_graph_or_private(store):
+    tables = set(store.query("schema_info")[0]["tables"])
+    assert tables <= GRAPH_TABLES | PRIVATE_TABLES, tables - GRAPH_TABLES - PRIVATE_TABLES
 
 
 def test_the_time_limit_stops_a_runaway_query(store):

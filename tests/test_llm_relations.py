@@ -223,6 +223,18 @@ def test_run_surql_is_offered_only_when_allowed(graph, minilm):
     assert len(relation_rows(store)) == sum(row["n"] for row in counted["rows"])  # nothing was deleted
 
 
+def test_run_surql_answers_within_the_size_limit(graph, minilm):
+    """A row that holds a whole table (every chunk with its vector) is cut, and the answer says so."""
+    store, _, _ = graph
+    query = {"query": "SELECT <-MENTIONS_CONCEPT<-chunk.* AS chunks FROM concept", "max_rows": 500}
+    wide = ToolDispatcher(store, embedder=minilm, allow_surql=True, surql_limits=ReadonlyLimits(rows=500, max_bytes=64 * 1024 * 1024))
+    assert len(wide.call("run_surql", query)) > 200_000
+    tools = ToolDispatcher(store, embedder=minilm, allow_surql=True, surql_limits=ReadonlyLimits(rows=500, max_bytes=16 * 1024))
+    answer = tools.call("run_surql", query)
+    cut = json.loads(answer)
+    assert len(answer) < 17 * 1024 and cut["truncated"] and "may hold 16,384 bytes of JSON" in cut["note"]
+
+
 def test_run_surql_refuses_a_scoped_caller_on_a_root_connection(graph, minilm):
     store, _, _ = graph
     for scope in (Scope(access=["public"]), Scope(filters={"source": "corpus/marie"})):

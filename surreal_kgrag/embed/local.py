@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,12 +32,35 @@ DEVICE_BATCH = 64
 @dataclass
 class _LocalModel:
     model: SentenceTransformer
-    # Fast tokenizers fail ("Already borrowed") when one instance is used from two threads at once.
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    # Fast tokenizers fail ("Already borrowed") when one instance is used from two threads at once:
+    # the lock belongs to the model object, so every embedder wrapping it takes the same one.
+    lock: threading.Lock = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.lock = _model_lock(self.model)
 
 
 _MODELS: dict[tuple[str, str], _LocalModel] = {}
 _MODELS_LOCK = threading.Lock()
+_LOCKS: dict[int, threading.Lock] = {}  # id(model) -> its lock, dropped with the model
+_LOCKS_LOCK = threading.Lock()
+
+
+def _model_lock(model: Any) -> threading.Lock:
+    """The one lock of a model object, shared by every embedder that wraps it (two wrappers of one
+    object: the tool dispatcher resolves its embedder twice). Keyed by identity, not by the
+    object's hash; the entry goes with the object."""
+    key = id(model)
+    with _LOCKS_LOCK:
+        lock = _LOCKS.get(key)
+        if lock is None:
+            lock = threading.Lock()
+            try:
+                weakref.finalize(model, _LOCKS.pop, key, None)
+            except TypeError:  # no weak references to it: this wrapper's own lock
+                return lock
+            _LOCKS[key] = lock
+        return lock
 
 
 class SentenceTransformerEmbedder(BaseEmbedder):

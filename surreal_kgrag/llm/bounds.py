@@ -13,7 +13,8 @@ Refused, wherever they appear:
 - the session's variables (``$auth``, ``$session``, ``$token``, ``$access``);
 - reading anything outside the knowledge graph: ``FROM`` takes only the graph's tables
   (:data:`GRAPH_TABLES`) or their record ids, a record id elsewhere must be one of theirs, the
-  store's own tables (readers, settings, counters) are refused by name, and so is every way to
+  store's own tables (readers, settings, counters) are refused by name, written plainly or escaped
+  (`` `kg_meta` ``, ``⟨kg_meta⟩``: the engine reads both as the table), and so is every way to
   build a reference from a string (``type::record``, ``type::thing``, ``type::table``,
   ``<record>``, ``r"..."``).
 
@@ -31,7 +32,7 @@ GRAPH_TABLES = frozenset({"document", "chunk", "chunk_text", "concept", "MENTION
 PRIVATE_TABLES = frozenset(
     {
         "kg_reader", "kg_meta", "term", "concept_chunks", "chunk_concepts", "concept_vector", "concept_vector_queue",
-        "pending_write", "concept_title",
+        "pending_write", "concept_title", "document_name", "document_name_count",
     }
 )
 SESSION_PARAMS = frozenset({"$auth", "$session", "$token", "$access", "$scope"})
@@ -66,10 +67,11 @@ def bound(text: str, tokens: list[Token], max_rows: int) -> str:
             _check_from(tokens, i)
         if token.kind == "param" and token.text.lower() in SESSION_PARAMS:
             _refuse(f"{token.text} is not allowed: the query reads the knowledge graph, not the session", "forbidden_word", token)
-        if token.kind == "word" and token.text in PRIVATE_TABLES:
-            _refuse(f"the table {token.text} is not part of the knowledge graph; read {', '.join(sorted(GRAPH_TABLES))}", "table", token)
-        if token.kind == "word" and _record_literal(tokens, i) and token.text not in GRAPH_TABLES:
-            _refuse(f"{token.text}:... names a record outside the knowledge graph tables {sorted(GRAPH_TABLES)}", "table", token)
+        name = _name(token)
+        if name in PRIVATE_TABLES:
+            _refuse(f"the table {name} is not part of the knowledge graph; read {', '.join(sorted(GRAPH_TABLES))}", "table", token)
+        if name is not None and _record_literal(tokens, i) and name not in GRAPH_TABLES:
+            _refuse(f"{name}:... names a record outside the knowledge graph tables {sorted(GRAPH_TABLES)}", "table", token)
         _check_references(tokens, i)
         if token.text == "<" and i + 1 < len(tokens) and tokens[i + 1].text == "|":
             _check_knn(tokens, i + 2, max_rows)
@@ -117,7 +119,7 @@ def _check_order(tokens: list[Token], i: int) -> None:
 def _check_from(tokens: list[Token], i: int) -> None:
     j = _next(tokens, i, "ONLY")
     while True:
-        if j >= len(tokens) or tokens[j].kind != "word" or tokens[j].text not in GRAPH_TABLES:
+        if j >= len(tokens) or _name(tokens[j]) not in GRAPH_TABLES:
             where = tokens[j] if j < len(tokens) else tokens[i]
             _refuse(f"FROM takes knowledge graph tables only ({', '.join(sorted(GRAPH_TABLES))}) or their record ids", "table", where)
         j += 1
@@ -129,8 +131,18 @@ def _check_from(tokens: list[Token], i: int) -> None:
         return
 
 
+def _name(token: Token) -> str | None:
+    """The name a word or an escaped identifier stands for: the engine reads `kg_meta` and
+    ⟨kg_meta⟩ as kg_meta, as a table in FROM, in a record id and in a graph path alike."""
+    if token.kind == "word":
+        return token.text
+    if token.kind == "ident":
+        return token.text[1:-1]  # no escapes inside: the guard refuses backslashes
+    return None
+
+
 def _record_literal(tokens: list[Token], i: int) -> bool:
-    """``word:`` (one colon) outside an object literal: a record id."""
+    """``name:`` (one colon) outside an object literal: a record id."""
     if i + 1 >= len(tokens) or tokens[i + 1].text != ":" or (i + 2 < len(tokens) and tokens[i + 2].text == ":"):
         return False
     if i > 0 and tokens[i - 1].text == ":":

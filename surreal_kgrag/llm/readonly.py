@@ -9,7 +9,11 @@
 2. the engine plans it with ``EXPLAIN`` (``surql/readonly_explain.surql``), which runs nothing: a
    statement that does not parse, or that the planner cannot read as a query, stops here;
 3. it runs with ``TIMEOUT`` appended (the engine stops it at the time limit) and its rows are
-   cut to the row limit (``surql/readonly_query.surql``).
+   cut to the row limit (``surql/readonly_query.surql``), then to the size limit: the rows kept
+   are the first ones whose JSON fits in ``max_bytes`` (one row can hold a whole table:
+   ``SELECT array::group(content) FROM chunk GROUP ALL``), and ``note`` tells the model what to
+   change. The engine still builds every row it returns (the row and time limits bound that, not
+   this one): the size limit bounds what is copied on and sent to the model.
 
 Scope: a caller restricted to access labels must pass a store signed in as a *record user* (see
 the README's tenancy mode) whose labels are all among the caller's: the database then applies them
@@ -23,6 +27,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
+import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -39,6 +44,9 @@ from ..retrieval.scope import Scope
 from .bounds import check_bounded
 from .guard import MAX_CHARS, CheckedStatement, ReadonlyQueryError
 
+#: Size of the rows a query returns, as UTF-8 JSON (about 64k tokens of a model's context).
+MAX_BYTES = 256 * 1024
+
 
 class ReadonlyLimits(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -46,12 +54,16 @@ class ReadonlyLimits(BaseModel):
     rows: int = Field(100, ge=1, le=10_000, description="rows returned at most (the rest is cut, truncated=True)")
     timeout_ms: int = Field(2000, ge=10, le=600_000, description="time limit the engine enforces on the statement")
     max_chars: int = Field(MAX_CHARS, ge=16, le=100_000, description="longest statement accepted")
+    max_bytes: int = Field(
+        MAX_BYTES, ge=1_024, le=64 * 1024 * 1024, description="size of the rows as UTF-8 JSON at most (the rest is cut, truncated=True)"
+    )
 
 
 class ReadonlyQueryResult(BaseModel):
     statement: str = Field(description="the statement that ran (without a trailing ';')")
     rows: list[Any] = Field(description="result rows as JSON values: record ids as 'table:id' strings, datetimes in ISO 8601")
-    truncated: bool = Field(description="there were more rows than the row limit")
+    truncated: bool = Field(description="rows were cut: there were more than the row limit, or their JSON was over the size limit")
+    note: str | None = Field(None, description="why rows were cut and what to change in the query; None when nothing was cut")
     elapsed_ms: float
 
 
@@ -75,12 +87,35 @@ def readonly_plan(
     text = _render("readonly_query", checked, rows=limits.rows + 1, timeout_ms=limits.timeout_ms)
     results = yield _run(store, "readonly_query", text, "the query failed", "failed")
     rows = results[-1] if isinstance(results[-1], list) else [] if results[-1] is None else [results[-1]]
+    kept, note = _within_size(rows[: limits.rows], limits.max_bytes)
+    if note is None and len(rows) > limits.rows:
+        note = f"more rows than the row limit {limits.rows}: the first {limits.rows} are shown; narrow the WHERE clause or count them"
     return ReadonlyQueryResult(
         statement=checked.text,
-        rows=[to_json(row) for row in rows[: limits.rows]],
-        truncated=len(rows) > limits.rows,
+        rows=kept,
+        truncated=note is not None,
+        note=note,
         elapsed_ms=round((time.perf_counter() - started) * 1000, 3),
     )
+
+
+def _within_size(rows: list[Any], max_bytes: int) -> tuple[list[Any], str | None]:
+    """The first rows, as JSON values, whose JSON array fits in ``max_bytes`` (UTF-8), and why the
+    rest was cut (None when nothing was). Rows after the first that does not fit are not converted."""
+    kept: list[Any] = []
+    size = 2  # the array's brackets
+    for row in rows:
+        value = to_json(row)
+        row_bytes = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+        size += row_bytes + bool(kept)  # and a comma
+        if size > max_bytes:
+            shown = f"row 1 alone is {row_bytes:,} bytes" if not kept else f"the first {len(kept)} rows are shown"
+            return kept, (
+                f"the rows were cut: the answer may hold {max_bytes:,} bytes of JSON and {shown}; select fewer or shorter "
+                "fields (string::slice(content, 0, 300), array::slice(list, 0, 20), count()) or fewer rows (LIMIT)"
+            )
+        kept.append(value)
+    return kept, None
 
 
 def run_readonly_query(
