@@ -28,6 +28,7 @@ from ..retrieval.plan import Plan, Query
 from ..retrieval.results import placement
 from .errors import InvalidArgumentsError, NotFoundError
 from .models import (
+    MAX_K,
     ChunkSearchResult,
     ChunksForConceptArgs,
     ConceptChunk,
@@ -57,22 +58,29 @@ from .models import (
 
 _EF = 80  # HNSW search breadth for concept search; at least k
 _SUGGESTIONS = 5  # nearest concepts offered when a concept name is not found
+# A scoped concept search widens its pool only while it has read fewer edges than this many times
+# max_edges: each hit costs up to max_edges edges, and a scope that hides most hits would otherwise
+# grow the pool to MAX_CANDIDATES of them.
+_SEARCH_EDGE_BUDGET = MAX_K
 
 
 class ToolContext(Protocol):
-    """What a tool's plan works with: the dispatcher's retriever, embedder and scope, and the
-    limits of ``run_surql``."""
+    """What a tool's plan works with: the dispatcher's retriever, embedder and scope, the number of
+    a concept's edges a tool reads, and the limits of ``run_surql``."""
 
     retriever: BaseRetriever
     embedder: Embedder
     scope: Scope
+    max_edges: int
     surql_limits: ReadonlyLimits
 
 
 def _query(context: ToolContext, name: str, params: dict[str, Any], **integers: int) -> Query:
-    """``surql/<name>.surql`` within the caller's scope (its ``{{scope}}`` placeholder)."""
+    """``surql/<name>.surql`` within the caller's scope (its ``{{scope}}`` placeholder), reading at
+    most ``max_edges`` edges of a concept."""
     scope = context.scope.compile()
-    return Query(name, {**params, "scoped": bool(scope.condition), **scope.params}, {**integers, "scope": scope})
+    bound = {"scoped": bool(scope.condition), "max_edges": context.max_edges, **scope.params}
+    return Query(name, {**params, **bound}, {**integers, "scope": scope})
 
 
 def _key(value: Any) -> str:
@@ -84,18 +92,24 @@ def _embed(context: ToolContext, text: str) -> Plan[list[float]]:
     return np.asarray(vector, dtype=np.float32).reshape(-1).tolist()
 
 
-def _nearest_concepts(context: ToolContext, embedding: list[float], k: int, named: RecordID | None = None) -> Plan[list[ConceptHit]]:
+def _nearest_concepts(
+    context: ToolContext, embedding: list[float], k: int, named: RecordID | None = None
+) -> Plan[tuple[list[ConceptHit], bool]]:
     """The ``k`` nearest concepts a chunk in the scope mentions, after the concept ``named`` (the
-    one the query names exactly, if stored): the KNN pool grows while concepts outside the scope
-    leave fewer than ``k``."""
+    one the query names exactly, if stored), and whether the edge budget stopped the search: the
+    KNN pool grows while concepts outside the scope leave fewer than ``k``."""
     candidates: int | None = k if context.scope.unrestricted else 4 * k
     rows: list[dict[str, Any]] = []
+    edges_read = 0
     while candidates is not None:
+        if edges_read >= _SEARCH_EDGE_BUDGET * context.max_edges:
+            return _concept_hits(rows), True
         params = {"embedding": embedding, "limit": k, "named": [named] if named is not None else []}
         out = (yield _query(context, "tool_search_concepts", params, candidates=candidates, ef=max(_EF, candidates)))[-1]
         rows = out["concepts"]
+        edges_read += out["edges_read"]
         candidates = grow(candidates, len(rows), k, out["fetched"])
-    return _concept_hits(rows)
+    return _concept_hits(rows), False
 
 
 def _concept_hits(rows: list[dict[str, Any]]) -> list[ConceptHit]:
@@ -113,7 +127,8 @@ def _resolve_concept(context: ToolContext, name: str) -> Plan[tuple[ConceptInfo,
     rows = (yield _query(context, "tool_concept", {"concept": rid}))[-1]
     if not rows:  # absent, or only mentioned outside the scope: the same answer
         embedding = yield from _embed(context, name)
-        names = [hit.name for hit in (yield from _nearest_concepts(context, embedding, _SUGGESTIONS))]
+        hits, _ = yield from _nearest_concepts(context, embedding, _SUGGESTIONS)
+        names = [hit.name for hit in hits]
         raise NotFoundError(
             f"no concept named {normalised!r}; the closest stored concepts are {names}. Call search_concepts to find concept names.",
             {"concept": name, "normalised": normalised, "suggestions": names},
@@ -153,8 +168,8 @@ def _search_concepts(context: ToolContext, args: SearchConceptsArgs) -> Plan[Bas
     embedding = yield from _embed(context, args.query)
     normalised = normalise_concept(args.query, keep_numeric=True)
     named = concept_id(normalised) if normalised is not None else None
-    concepts = yield from _nearest_concepts(context, embedding, args.k, named)
-    return ConceptSearchResult(query=args.query, concepts=concepts)
+    concepts, truncated = yield from _nearest_concepts(context, embedding, args.k, named)
+    return ConceptSearchResult(query=args.query, concepts=concepts, truncated=truncated)
 
 
 def _chunks_for_concept(context: ToolContext, args: ChunksForConceptArgs) -> Plan[BaseModel]:
@@ -189,7 +204,7 @@ def _related_concepts(context: ToolContext, args: RelatedConceptsArgs) -> Plan[B
 
 def _concept_relations(context: ToolContext, args: ConceptRelationsArgs) -> Plan[BaseModel]:
     concept, rid = yield from _resolve_concept(context, args.concept)
-    rows = (yield _query(context, "tool_concept_relations", {"concept": rid, "limit": args.limit}))[-1]
+    out = (yield _query(context, "tool_concept_relations", {"concept": rid, "limit": args.limit}))[-1]
     relations = [
         ConceptRelation(
             type=row["type"],
@@ -201,9 +216,9 @@ def _concept_relations(context: ToolContext, args: ConceptRelationsArgs) -> Plan
             document_title=row.get("title"),
             evidence=row.get("evidence") or "",
         )
-        for row in rows
+        for row in out["relations"]
     ]
-    return ConceptRelations(concept=concept, relations=relations)
+    return ConceptRelations(concept=concept, relations=relations, truncated=out["truncated"])
 
 
 def _run_surql(context: ToolContext, args: ReadonlyQueryArgs) -> Plan[BaseModel]:

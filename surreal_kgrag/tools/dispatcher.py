@@ -18,7 +18,7 @@ from ..retrieval import plan as plans
 from ..retrieval.filters import MAX_FILTER_DEPTH
 from .catalogue import RUN_SURQL, TOOLS, Tool
 from .errors import InvalidArgumentsError, UnknownToolError, error_payload
-from .models import ToolArguments
+from .models import DEFAULT_MAX_EDGES, ToolArguments
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,9 @@ class ToolDispatcher:
     catalogue to some names. ``allow_surql=True`` also offers ``run_surql``, which runs a
     read-only SurrealQL statement the model writes, within ``surql_limits``; a scoped dispatcher
     runs it only where the database enforces the scope (a record-user store), and refuses
-    otherwise. Nothing touches the database until the first call.
+    otherwise. A concept tool reads at most ``max_edges`` of a concept's edges, however many
+    chunks mention it: the answer says ``truncated`` where it had more. Nothing touches the
+    database until the first call.
     """
 
     def __init__(
@@ -47,13 +49,17 @@ class ToolDispatcher:
         scope: Scope | None = None,
         allow_surql: bool = False,
         surql_limits: ReadonlyLimits | None = None,
+        max_edges: int = DEFAULT_MAX_EDGES,
     ) -> None:
         if retriever is not None and retriever.store is not store:
             raise ConfigurationError("the retriever given to ToolDispatcher must be on the dispatcher's store")
+        if isinstance(max_edges, bool) or not isinstance(max_edges, int) or max_edges < 1:
+            raise ConfigurationError(f"max_edges must be a positive integer, got {max_edges!r}")
         self.store = store
         self.retriever = retriever if retriever is not None else make_retriever(mode, store, embedder=embedder)
         self.embedder = self.retriever.embedder if embedder is None else resolve_embedder(embedder)
         self.scope = self.retriever.scope.narrow(scope)
+        self.max_edges = max_edges
         self.surql_limits = surql_limits or ReadonlyLimits()
         catalogue = {tool.name: tool for tool in (*TOOLS, RUN_SURQL) if allow_surql or tool is not RUN_SURQL}
         wanted = list(catalogue) if tools is None else list(tools)

@@ -10,6 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..retrieval.results import Metadata
 
 MAX_K = 50
+#: How many of a concept's edges a concept tool reads (ToolDispatcher(max_edges=...)): its cost is
+#: bounded by this, not by how many chunks mention the concept. Lists about a concept mentioned more
+#: often are drawn from the first this many (the store's order; edge ids are random) and say so.
+DEFAULT_MAX_EDGES = 1000
 
 # Arguments (what the model sends). Strict: "3" is not an integer, unknown fields are rejected,
 # surrounding whitespace is dropped (so "  " is an empty query).
@@ -83,6 +87,11 @@ class ConceptInfo(BaseModel):
     kind: str = Field(description="entity label (PERSON, ORG, GPE...), NOUN_PHRASE or a metadata field")
     documents: int = Field(description="documents that mention it")
     chunks: int = Field(description="chunks that mention it")
+    truncated: bool = Field(
+        False,
+        description="more chunks mention it than a tool reads (max_edges): lists about it come from the first max_edges "
+        "mentions, and inside a scope documents and chunks count only those",
+    )
 
 
 class ConceptHit(ConceptInfo):
@@ -92,6 +101,9 @@ class ConceptHit(ConceptInfo):
 class ConceptSearchResult(BaseModel):
     query: str
     concepts: list[ConceptHit]
+    truncated: bool = Field(
+        False, description="the search stopped widening at its edge budget, before finding k concepts the caller may read"
+    )
 
 
 class Passage(BaseModel):
@@ -156,6 +168,9 @@ class RelatedConcept(BaseModel):
     shared_chunks: int = Field(description="chunks that mention both concepts")
     shared_documents: int = Field(description="documents those shared chunks belong to")
     documents: int = Field(description="documents that mention this concept at all")
+    truncated: bool = Field(
+        False, description="more chunks mention it than a tool reads (max_edges); inside a scope, documents counts those read"
+    )
 
 
 class RelatedConcepts(BaseModel):
@@ -177,6 +192,9 @@ class ConceptRelation(BaseModel):
 class ConceptRelations(BaseModel):
     concept: ConceptInfo
     relations: list[ConceptRelation] = Field(description="outgoing and incoming, by type; empty when none were extracted")
+    truncated: bool = Field(
+        False, description="the concept has more relations one way than a tool reads (max_edges): these come from the first ones"
+    )
 
 
 class DocumentChunk(BaseModel):

@@ -1,0 +1,196 @@
+"""The concept tools' cost bound on the real embedded SurrealDB with the real spaCy and MiniLM models.
+
+One concept ("Acme Corporation") is mentioned by every chunk of every filing, many times more than
+the dispatcher reads (``max_edges``); another ("Marie Curie") by two chunks. The expected answers come
+from the extractor run over every stored chunk's text, as in ``test_tools.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from surrealdb import RecordID
+
+from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore
+from surreal_kgrag.chunking import SentenceChunker
+from surreal_kgrag.errors import ConfigurationError
+from surreal_kgrag.retrieval import Scope
+from surreal_kgrag.tools import NotFoundError, ToolDispatcher
+
+CAP = 20
+HUB = "acme corporation"
+CITIES = ["Boston", "Denver", "Chicago", "Seattle", "Austin", "Phoenix", "Dallas", "Miami", "Atlanta", "Portland",
+          "Detroit", "Houston", "Tampa", "Omaha", "Reno", "Tucson", "Fresno", "Memphis", "Nashville", "Louisville"]
+PRODUCTS = ["turbines", "batteries", "tractors", "pumps", "valves", "engines", "boilers", "cranes", "drills", "lathes"]
+FIRST = ["John", "Mary", "Robert", "Linda", "James", "Susan", "David", "Karen"]
+LAST = ["Miller", "Johnson", "Anderson", "Thompson", "Harris"]
+
+
+def _filing(i: int) -> str:
+    city, product, manager = CITIES[i % len(CITIES)], PRODUCTS[i % len(PRODUCTS)], f"{FIRST[i % 8]} {LAST[i // 8]}"
+    return (f"Acme Corporation opened a plant in {city} in {1990 + i}. Acme Corporation sold {product} to farmers in {city}. "
+            f"Acme Corporation reported higher revenue in quarter {i % 4 + 1}. Acme Corporation hired engineers from {city}. "
+            f"Acme Corporation appointed {manager} to run the plant.")
+
+
+FILINGS = [(f"filing_{i:02d}", ["red"] if i % 2 == 0 else ["blue"], _filing(i)) for i in range(40)]
+RARE = [
+    ("curie", ["red"], "Marie Curie met Pierre Curie in Warsaw. Marie Curie studied radium with Pierre Curie in Paris."),
+    ("nobel", ["blue"], "Alfred Nobel founded the Nobel Prize in Stockholm. Alfred Nobel invented dynamite in Sweden."),
+]
+RED = Scope(access=["red"])
+
+
+@pytest.fixture(scope="module")
+def store(minilm, spacy_extractor):
+    with SurrealStore("mem://") as s:
+        config = IngestConfig(
+            chunker=SentenceChunker(max_tokens=16, overlap_tokens=0), metadata_concepts=(), concept_vector_min_chunks=1
+        )
+        documents = [
+            SourceDocument(key=key, title=key.replace("_", " "), text=text, source=f"{key}.txt", access=access)
+            for key, access, text in FILINGS + RARE
+        ]
+        summary = Ingestor(s, embedder=minilm, extractor=spacy_extractor, config=config).ingest(documents)
+        assert summary.added == len(documents)
+        yield s
+
+
+@pytest.fixture(scope="module")
+def oracle(store, spacy_extractor):
+    """chunk id -> (document key, labels, concept names), from the stored chunk texts."""
+    rows = store.query("get_document", {"ids": [RecordID("document", key) for key, *_ in FILINGS + RARE]})[-1]
+    chunks = [(row["id"].id, list(row["access"]), c) for row in rows for c in row["chunks"]]
+    found = spacy_extractor.extract([c["content"] for *_, c in chunks])
+    return {c["id"].id: (doc, labels, {m.name for m in names}) for (doc, labels, c), names in zip(chunks, found)}
+
+
+def _mentioning(oracle, name, label=None):
+    return {cid for cid, (_, labels, names) in oracle.items() if name in names and (label is None or label in labels)}
+
+
+def _documents(oracle, chunks):
+    return {oracle[cid][0] for cid in chunks}
+
+
+@pytest.fixture(scope="module")
+def tools(store, minilm):
+    return ToolDispatcher(store, embedder=minilm, max_edges=CAP)
+
+
+@pytest.fixture(scope="module")
+def red_tools(store, minilm):
+    return ToolDispatcher(store, embedder=minilm, max_edges=CAP, scope=RED)
+
+
+def test_the_hub_is_mentioned_far_more_often_than_the_tools_read(oracle):
+    assert len(_mentioning(oracle, HUB)) >= 6 * CAP
+    assert len(_mentioning(oracle, HUB, "red")) >= 3 * CAP
+    assert len(_mentioning(oracle, "marie curie")) == 2
+
+
+def test_hub_chunks_are_read_up_to_the_cap_and_marked(tools, oracle):
+    answer = tools.invoke("chunks_for_concept", {"concept": "Acme Corporation", "limit": 50})
+    assert answer.concept.truncated
+    # The totals an unrestricted caller gets are the stored ones, exact.
+    assert answer.concept.chunks == len(_mentioning(oracle, HUB))
+    assert answer.concept.documents == len(_documents(oracle, _mentioning(oracle, HUB)))
+    assert len(answer.chunks) == CAP
+    assert {c.id for c in answer.chunks} <= _mentioning(oracle, HUB)
+
+
+def test_hub_documents_are_counted_from_the_edges_read(tools, oracle):
+    answer = tools.invoke("documents_for_concept", {"concept": "Acme Corporation", "limit": 50})
+    assert answer.concept.truncated
+    assert sum(d.chunks for d in answer.documents) == CAP
+    assert {d.id for d in answer.documents} <= _documents(oracle, _mentioning(oracle, HUB))
+
+
+def test_hub_related_concepts_come_from_the_chunks_read(tools, oracle):
+    answer = tools.invoke("related_concepts", {"concept": "Acme Corporation", "limit": 50})
+    assert answer.concept.truncated and answer.related
+    read = tools.invoke("chunks_for_concept", {"concept": "Acme Corporation", "limit": 50}).chunks
+    expected: dict[str, int] = {}
+    for chunk in read:
+        for name in oracle[chunk.id][2] - {HUB}:
+            expected[name] = expected.get(name, 0) + 1
+    top = sorted(expected.values(), reverse=True)[: len(answer.related)]
+    assert [r.shared_chunks for r in answer.related] == top
+    assert all(expected[r.id] == r.shared_chunks <= CAP for r in answer.related)
+
+
+def test_search_and_relations_mark_the_hub(tools, oracle):
+    hit = tools.invoke("search_concepts", {"query": "Acme Corporation", "k": 3}).concepts[0]
+    assert hit.id == HUB and hit.truncated and hit.chunks == len(_mentioning(oracle, HUB))
+    relations = tools.invoke("concept_relations", {"concept": "Acme Corporation"})
+    assert relations.relations == [] and not relations.truncated  # no LLM extractor: no typed relations
+
+
+def test_a_scoped_caller_counts_and_lists_only_its_scope_within_the_cap(red_tools, oracle):
+    red = _mentioning(oracle, HUB, "red")
+    chunks = red_tools.invoke("chunks_for_concept", {"concept": "Acme Corporation", "limit": 50})
+    assert chunks.concept.truncated
+    assert 0 < chunks.concept.chunks == len(chunks.chunks) <= CAP  # both from the edges read, inside the scope
+    assert {c.id for c in chunks.chunks} <= red
+    assert chunks.concept.documents == len(_documents(oracle, {c.id for c in chunks.chunks}))
+
+    documents = red_tools.invoke("documents_for_concept", {"concept": "Acme Corporation", "limit": 50})
+    assert {d.id for d in documents.documents} == _documents(oracle, {c.id for c in chunks.chunks})
+
+    related = red_tools.invoke("related_concepts", {"concept": "Acme Corporation", "limit": 50})
+    red_names = set().union(*(oracle[cid][2] for cid in red))
+    assert related.related and {r.id for r in related.related} <= red_names
+    assert all(r.shared_chunks <= chunks.concept.chunks and r.documents <= len(_documents(oracle, red)) for r in related.related)
+
+    hit = red_tools.invoke("search_concepts", {"query": "Acme Corporation", "k": 3}).concepts[0]
+    assert hit.id == HUB and hit.truncated and hit.chunks == chunks.concept.chunks
+
+    with pytest.raises(NotFoundError):
+        red_tools.invoke("chunks_for_concept", {"concept": "Alfred Nobel"})
+
+
+@pytest.mark.parametrize("scope", [None, RED], ids=["unscoped", "red"])
+def test_a_rare_concept_answers_exactly_as_without_a_cap(store, minilm, oracle, scope):
+    capped = ToolDispatcher(store, embedder=minilm, max_edges=CAP, scope=scope)
+    unbounded = ToolDispatcher(store, embedder=minilm, max_edges=10**6, scope=scope)
+    calls = [
+        ("chunks_for_concept", {"concept": "Marie Curie", "limit": 50}),
+        ("documents_for_concept", {"concept": "Marie Curie", "limit": 50}),
+        ("related_concepts", {"concept": "Marie Curie", "limit": 50}),
+        ("concept_relations", {"concept": "Marie Curie"}),
+        ("search_concepts", {"query": "Marie Curie", "k": 5}),
+    ]
+    for name, arguments in calls:
+        assert capped.invoke(name, arguments) == unbounded.invoke(name, arguments), name
+
+    mentioning = _mentioning(oracle, "marie curie")
+    chunks = capped.invoke("chunks_for_concept", {"concept": "Marie Curie", "limit": 50})
+    assert not chunks.concept.truncated and {c.id for c in chunks.chunks} == mentioning
+    related = capped.invoke("related_concepts", {"concept": "Marie Curie", "limit": 50})
+    expected = set().union(*(oracle[cid][2] for cid in mentioning)) - {"marie curie"}
+    assert {r.id for r in related.related} == expected and not any(r.truncated for r in related.related)
+
+
+def test_a_related_hub_is_marked(tools, red_tools):
+    """A concept that shares a chunk with a rare one may itself be a hub: its count says so."""
+    for dispatcher in (tools, red_tools):
+        answer = dispatcher.invoke("related_concepts", {"concept": "Boston", "limit": 50})
+        hub = next(r for r in answer.related if r.id == HUB)
+        assert hub.truncated and not answer.concept.truncated
+
+
+def test_a_scoped_search_stops_widening_at_its_edge_budget(store, minilm):
+    # A scope that sees nothing makes every round of the concept search come back empty. With one
+    # edge read per concept and k=1 the rounds read 4, 16 and 64 edges: the budget (MAX_K = 50
+    # edges) is spent after the third, while the pool (64 of more vectors) could still grow.
+    assert store.query_text("count", "RETURN count((SELECT id FROM concept_vector))", {})[-1] > 64
+    blind = ToolDispatcher(store, embedder=minilm, max_edges=1, scope=Scope(access=["nobody"]))
+    answer = blind.invoke("search_concepts", {"query": "Acme Corporation", "k": 1})
+    assert answer.concepts == [] and answer.truncated
+    found = ToolDispatcher(store, embedder=minilm, max_edges=1, scope=RED).invoke("search_concepts", {"query": "Boston", "k": 3})
+    assert len(found.concepts) == 3 and not found.truncated
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "100", True])
+def test_max_edges_must_be_a_positive_integer(store, minilm, bad):
+    with pytest.raises(ConfigurationError, match="max_edges"):
+        ToolDispatcher(store, embedder=minilm, max_edges=bad)
