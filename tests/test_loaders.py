@@ -8,23 +8,29 @@ import json
 import os
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import pypdf
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from surreal_kgrag import Ingestor, SurrealStore
 from surreal_kgrag.errors import ConfigurationError, LoaderError
+from surreal_kgrag.extract import CallableConceptExtractor
 from surreal_kgrag.loaders import (
     SUPPORTED_SUFFIXES,
+    find_unstorable,
     from_langchain,
     from_llama_index,
     from_text,
     iter_sources,
     load_path,
 )
+from surreal_kgrag.loaders.formats import markdown_layout, markdown_title
 from surreal_kgrag.models import LoadFailure, SourceDocument
 
 DATA = Path(__file__).parent / "data" / "loaders"
@@ -87,6 +93,40 @@ def test_markdown_without_heading_uses_stem(tmp_path: Path) -> None:
     path = tmp_path / "plain-notes.markdown"
     path.write_text("No heading here.\n\n## Only a level-two heading\n", encoding="utf-8")
     assert doc(path).title == "Plain notes"
+
+
+@pytest.mark.parametrize(
+    ("line", "level", "text"),
+    [
+        ("# Title", 1, "Title"),
+        ("   ## Closed ##  ", 2, "Closed"),
+        ("# Hash#", 1, "Hash#"),
+        ("# a # b", 1, "a # b"),
+        ("# ###", 1, "###"),
+        ("###### Six", 6, "Six"),
+        ("####### Seven", None, None),
+        ("    # Indented four", None, None),
+        ("#NoSpace", None, None),
+        ("# ", None, None),
+    ],
+)
+def test_markdown_atx_headings(line: str, level: int | None, text: str | None) -> None:
+    sections = [path for _, path in markdown_layout(f"# Top\n{line}\nBody text.").sections]
+    if text is None:
+        assert sections == [("Top",)]
+    else:
+        assert sections == [("Top",), (text,) if level == 1 else ("Top", text)]
+    assert markdown_title(line) == (text if level == 1 else None)
+
+
+def test_a_megabyte_markdown_line_is_read_at_once() -> None:
+    # The heading patterns used to backtrack on a long run of spaces: a 1 MB line took hours.
+    spaces = " " * 1_000_000
+    text = f"# a{spaces}x\n\n## Closed{spaces}##\n\nname | value\n{spaces}x\n"
+    layout = markdown_layout(text)
+    assert [path for _, path in layout.sections] == [(f"a{spaces}x",), (f"a{spaces}x", "Closed")]
+    assert layout.tables == []  # the long line under "name | value" is no |---| rule
+    assert markdown_title(text) == f"a{spaces}x"
 
 
 def test_html_extracts_article_not_boilerplate() -> None:
@@ -623,3 +663,77 @@ def test_a_record_with_an_unstorable_value_is_a_failure_with_its_line(tmp_path: 
     docs, failures = split(list(load_path(path)))
     assert [d.key for d in docs] == ["a"]
     assert [(f.line, "64-bit" in f.reason or "surrogate" in f.reason) for f in failures] == [(2, True), (3, True)]
+
+
+def test_a_text_file_that_changes_between_its_two_readings_is_a_failure(tmp_path: Path) -> None:
+    path = tmp_path / "growing.txt"
+    path.write_text("A sentence about the harbour. " * 500, encoding="utf-8")
+    results = load_path(path, part_chars=5_000)
+    first = next(results)  # the first reading checked the file; the second one has begun
+    path.write_bytes(b"\x00" * 20_000)
+    rest = list(results)
+    assert isinstance(first, SourceDocument) and first.key.endswith("#part-00001")
+    assert isinstance(rest[-1], LoadFailure) and rest[-1].source == path.resolve().as_posix()
+    assert "changed while it was read" in rest[-1].reason and "binary" in rest[-1].reason
+
+
+# --- inputs nested too deep, values the database cannot hold -------------------------------------
+
+DEEP = "[" * 5_000 + "]" * 5_000
+
+
+def test_bad_inputs_in_a_folder_are_reported_and_every_good_document_and_line_is_ingested(tmp_path: Path, minilm) -> None:
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "good.txt").write_text("Lisbon lies on the river Tagus.", encoding="utf-8")
+    (folder / "deep.json").write_text(DEEP, encoding="utf-8")
+    (folder / "lines.jsonl").write_text(
+        json.dumps({"id": "one", "text": "Warsaw is on the Vistula."}) + "\n"
+        + '{"id": "two", "text": "Too deep.", "nested": ' + DEEP + "}\n"
+        + json.dumps({"id": "three", "text": "Quito sits high in the Andes."}) + "\n",
+        encoding="utf-8",
+    )
+    odd = SourceDocument(key="odd", text="Hanoi has many lakes.", source="odd.txt", metadata={"where": folder / "good.txt"})
+
+    docs, failures = split(list(iter_sources([folder, odd])))
+    assert [d.key for d in docs] == [(folder / "good.txt").resolve().as_posix(), "one", "three", "odd"]
+    assert [(Path(f.source).name, f.line) for f in failures] == [("deep.json", None), ("lines.jsonl", 2)]
+    assert all("nested too deeply" in f.reason for f in failures)
+
+    with SurrealStore("mem://") as store:
+        summary = Ingestor(store, embedder=minilm, extractor=CallableConceptExtractor(lambda text: [])).ingest([folder, odd])
+    assert summary.added == 3
+    reasons = {(Path(f.source).name, f.line): f.reason for f in summary.failures}
+    assert set(reasons) == {("deep.json", None), ("lines.jsonl", 2), ("odd.txt", None)}
+    assert "nested too deeply" in reasons["deep.json", None] and "nested too deeply" in reasons["lines.jsonl", 2]
+    # Refused as it was loaded, naming the key and the type; not a write failure after the models ran.
+    assert "['where']" in reasons["odd.txt", None] and "PosixPath" in reasons["odd.txt", None]
+    assert "write failed" not in reasons["odd.txt", None]
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        (Path("/tmp/x"), f"type pathlib.{type(Path()).__name__},"),
+        (object(), "type object,"),
+        (dt.date(2024, 7, 1), "'2024-07-01'"),
+        ({1: "one"}, "the key 1 (int)"),
+        (json.loads("[" * 70 + "]" * 70), "more than 64 levels"),
+    ],
+)
+def test_metadata_the_database_cannot_hold_is_named(value: Any, named: str) -> None:
+    reason = find_unstorable({"metadata": {"where": value}})
+    assert reason is not None and reason.startswith("record['metadata']['where']") and named in reason
+
+
+def test_metadata_the_database_holds_passes() -> None:
+    value = {
+        "when": dt.datetime(2024, 7, 1, tzinfo=dt.timezone.utc),
+        "amount": Decimal("1.50"),
+        "uid": UUID(int=1),
+        "raw": b"\x00\x01",
+        "tags": {"a", "b"},
+        "pair": (1, None),
+        "deep": json.loads("[" * 60 + "]" * 60),
+    }
+    assert find_unstorable({"metadata": value}) is None

@@ -69,6 +69,7 @@ def prepare(work: DocumentWork, doc_concepts: list[ConceptMention], *, keep_text
     concepts) are linked to every chunk; ``keep_text`` stores the exact text on the document too."""
     doc = work.doc
     doc_id = document_id(doc.key)
+    content_hash = doc.content_hash  # hashes the whole document: once, not once a chunk
     access = list(doc.access)
     names = identity.document_names(doc, doc_concepts, work.mentions, [chunk.page_start for chunk in work.chunks])
     prepared = PreparedDocument(
@@ -79,7 +80,7 @@ def prepare(work: DocumentWork, doc_concepts: list[ConceptMention], *, keep_text
             "source": doc.source,
             "title": doc.title,
             "content_type": doc.content_type,
-            "content_hash": doc.content_hash,
+            "content_hash": content_hash,
             "metadata": wire.with_nulls(doc.metadata),
             "access": access,
             "chunk_count": len(work.chunks),
@@ -97,7 +98,7 @@ def prepare(work: DocumentWork, doc_concepts: list[ConceptMention], *, keep_text
     for chunk, mentions, vector, context, found in zip(
         work.chunks, work.mentions, work.vectors, work.contexts, relations, strict=True
     ):
-        chunk_id = chunk_record_id(doc.key, doc.content_hash, chunk.index)
+        chunk_id = chunk_record_id(doc.key, content_hash, chunk.index)
         prepared.chunks.append(
             {
                 "id": chunk_id,

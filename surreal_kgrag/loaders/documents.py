@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from ..errors import LoaderError
 from ..models import LoadFailure, SourceDocument
 from .files import load_entry
-from .options import LoaderOptions, Result, access_list, loader_options, sha16
+from .options import LoaderOptions, Result, access_list, guarded, loader_options, sha16
 
 
 def iter_sources(
@@ -38,7 +39,7 @@ def iter_sources(
     if isinstance(inputs, (str, os.PathLike, SourceDocument)):
         inputs = [inputs]
     for item in inputs:
-        yield from _load_one(item, options)
+        yield from guarded(_load_one(item, options), _label(item))
 
 
 def load_path(
@@ -126,6 +127,16 @@ def _load_one(item: Any, options: LoaderOptions) -> Result:
             reason=f"unsupported input type {kind}; pass a file or folder path, a SourceDocument, "
             "a LangChain or LlamaIndex document, or wrap raw text with from_text()",
         )
+
+
+def _label(item: Any) -> str:
+    """How a failure names an input."""
+    if isinstance(item, (str, os.PathLike)):
+        try:
+            return Path(item).absolute().as_posix()
+        except (TypeError, ValueError):
+            return repr(item)
+    return f"<{type(item).__module__}.{type(item).__qualname__}>"
 
 
 def _is_langchain(item: Any) -> bool:

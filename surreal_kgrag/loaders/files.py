@@ -13,7 +13,7 @@ from pathlib import Path
 from ..errors import LoaderError
 from ..models import LoadFailure, SourceDocument
 from .formats import html_document, markdown_title, text_document
-from .options import PLAIN_TYPES, SUPPORTED_SUFFIXES, LoaderOptions, Result
+from .options import PLAIN_TYPES, SUPPORTED_SUFFIXES, LoaderOptions, Result, guarded
 from .pdf import pdf_document
 from .records import json_documents, jsonl_documents
 
@@ -98,11 +98,23 @@ def _glob_match(parts: list[str], pattern: list[str]) -> bool:
 
 
 def _load_file(path: Path, options: LoaderOptions) -> Result:
+    """One file's documents, or failures; whatever else reading it raises is its failure too."""
+    yield from guarded(_read_file(path, options), path.absolute().as_posix())
+
+
+def _read_file(path: Path, options: LoaderOptions) -> Result:
     shown = path.absolute().as_posix()
     suffix = path.suffix.lower()
     try:
         size = path.stat().st_size
         resolved = path.resolve().as_posix()
+    except OSError as exc:
+        yield LoadFailure(source=shown, reason=f"cannot read file: {_os_reason(exc)}")
+        return
+    except RuntimeError as exc:  # Path.resolve() on Python < 3.13 reports symlink loops this way
+        yield LoadFailure(source=shown, reason=f"cannot resolve path: {exc}")
+        return
+    try:
         if size > options.max_file_bytes:
             yield LoadFailure(
                 source=resolved,
@@ -121,9 +133,6 @@ def _load_file(path: Path, options: LoaderOptions) -> Result:
         return
     except OSError as exc:
         yield LoadFailure(source=shown, reason=f"cannot read file: {_os_reason(exc)}")
-        return
-    except RuntimeError as exc:  # Path.resolve() on Python < 3.13 reports symlink loops this way
-        yield LoadFailure(source=shown, reason=f"cannot resolve path: {exc}")
         return
     if suffix == ".pdf":
         yield pdf_document(path, data, resolved)
@@ -176,17 +185,20 @@ def _load_text_parts(path: Path, resolved: str, part_chars: int) -> Result:
         return
     content_type = SUPPORTED_SUFFIXES[path.suffix.lower()]
     title: str | None = None
-    for number, text in enumerate(_text_parts(path, part_chars), start=1):
-        if title is None:
-            title = (markdown_title(text) if content_type == "text/markdown" else None) or path.stem
-        yield SourceDocument(
-            key=f"{resolved}#part-{number:05d}",
-            text=text,
-            title=title,
-            source=resolved,
-            content_type=content_type,
-            metadata={"file_name": path.name, "part": number, "parts": total},
-        )
+    try:
+        for number, text in enumerate(_text_parts(path, part_chars), start=1):
+            if title is None:
+                title = (markdown_title(text) if content_type == "text/markdown" else None) or path.stem
+            yield SourceDocument(
+                key=f"{resolved}#part-{number:05d}",
+                text=text,
+                title=title,
+                source=resolved,
+                content_type=content_type,
+                metadata={"file_name": path.name, "part": number, "parts": total},
+            )
+    except LoaderError as exc:  # it passed the first reading: the file changed in between
+        yield LoadFailure(source=resolved, reason=f"the file changed while it was read: {exc}")
 
 
 def _text_parts(path: Path, part_chars: int) -> Iterator[str]:

@@ -11,12 +11,11 @@ from .layout import Line, assemble
 from .metadata import OPENING_CHARS, file_metadata, readable_title
 from .pdf import pdf_document as pdf_document  # its public path before the PDF reader had a module
 
-_MD_HEADING = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
-
-
 _MD_FENCE = re.compile(r"^ {0,3}(```|~~~)")
-_MD_SECTION = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
-_MD_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+# An ATX heading's opening: the closing run of #s is stripped in Python (a pattern that strips it
+# backtracks quadratically on a long line of spaces).
+_MD_ATX = re.compile(r"^ {0,3}(#{1,6})([ \t]+)(.*)$")
+_MD_RULE_CELL = re.compile(r":?-{3,}:?")
 
 
 def text_document(path: Path, text: str, resolved: str, content_type: str) -> SourceDocument:
@@ -38,9 +37,32 @@ def markdown_title(text: str) -> str | None:
     for line in text.split("\n"):
         if _MD_FENCE.match(line):
             in_fence = not in_fence
-        elif not in_fence and (m := _MD_HEADING.match(line)):
-            return m.group(1)
+        elif not in_fence and (heading := _heading(line)) and heading[0] == 1:
+            return heading[1]
     return None
+
+
+def _heading(line: str) -> tuple[int, str] | None:
+    """An ATX heading's level and text (without a closing run of #s), or None."""
+    match = _MD_ATX.match(line)
+    if match is None:
+        return None
+    hashes, space, rest = match.groups()
+    text = rest.rstrip(" \t")
+    if not text:  # only spaces after the #s: the last one is the text, as before; one alone is no heading
+        return (len(hashes), space[-1]) if len(space) > 1 else None
+    body = text.rstrip("#")
+    if len(body) < len(text) and body[-1:] in (" ", "\t"):
+        text = body.rstrip(" \t")
+    return len(hashes), text
+
+
+def _table_rule(line: str) -> bool:
+    """A pipe table's |---|:--:| line, read cell by cell (a single pattern backtracks on long lines)."""
+    cells = line.strip()
+    cells = cells[1:] if cells.startswith("|") else cells
+    cells = cells[:-1] if cells.endswith("|") else cells
+    return all(_MD_RULE_CELL.fullmatch(cell.strip()) for cell in cells.split("|"))
 
 
 def markdown_layout(text: str) -> TextLayout:
@@ -55,13 +77,13 @@ def markdown_layout(text: str) -> TextLayout:
             continue
         if in_fence or line.table == "header":
             continue
-        if heading := _MD_SECTION.match(line.text):
-            line.heading = (len(heading.group(1)), 0)
-            line.title = heading.group(2)
+        if heading := _heading(line.text):
+            line.heading = (heading[0], 0)
+            line.title = heading[1]
             table = False
         elif table and "|" in line.text and line.text.strip():
             line.table = "row"
-        elif "|" in line.text and index + 1 < len(lines) and _MD_TABLE_RULE.match(lines[index + 1].text):
+        elif "|" in line.text and index + 1 < len(lines) and _table_rule(lines[index + 1].text):
             line.table = lines[index + 1].table = "header"
             table = True
         else:

@@ -88,3 +88,13 @@ def access_list(value: Any, name: str) -> list[str]:
 
 def sha16(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def guarded(results: Result, source: str) -> Result:
+    """``results``, with an error raised while producing them reported as a failure of ``source``.
+    A backstop: the readers report the errors they know of; whatever else one input raises must not
+    end the loading of the others."""
+    try:
+        yield from results
+    except Exception as exc:  # reported, not hidden: the failure names the input and the error
+        yield LoadFailure(source=source, reason=f"could not be loaded: unexpected {type(exc).__name__}: {exc}")

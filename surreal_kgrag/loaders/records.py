@@ -2,18 +2,36 @@
 
 from __future__ import annotations
 
+import datetime
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, NamedTuple
+from uuid import UUID
 
 from ..errors import LoaderError
 from ..models import LoadFailure, SourceDocument
 from .options import LoaderOptions, Result, access_list
 
+#: How deep a value may nest (lists and objects inside each other): the engine refuses a request
+#: nested about 100 levels deep, and the pipeline walks values recursively.
+MAX_NESTING = 64
+
+#: What the SDK encodes and the engine stores, besides str, int, float, bool, None, list, tuple,
+#: set and dict (``datetime.date`` is not among them: the engine rejects its CBOR tag).
+_STORABLE_SCALARS = (str, int, float, bool, type(None), datetime.datetime, Decimal, UUID, bytes, bytearray)
+
 
 def find_unstorable(value: Any, where: str = "record") -> str | None:
     """Why ``value`` cannot be stored as it is (a lone surrogate in a string, an integer outside
-    SurrealDB's signed 64 bits), naming where it sits; None when it can."""
+    SurrealDB's signed 64 bits, a key that is not a string, a type the SDK cannot encode, nesting
+    deeper than ``MAX_NESTING``), naming where it sits; None when it can."""
+    return _unstorable(value, where, 0)
+
+
+def _unstorable(value: Any, where: str, depth: int) -> str | None:
+    if isinstance(value, (dict, list, tuple, set, frozenset)) and depth >= MAX_NESTING:
+        return f"{where} is nested more than {MAX_NESTING} levels deep, which SurrealDB cannot store; flatten it"
     if isinstance(value, str):
         try:
             value.encode("utf-8")
@@ -27,15 +45,29 @@ def find_unstorable(value: Any, where: str = "record") -> str | None:
             return f"{where} holds the integer {value}, outside the signed 64-bit range SurrealDB stores; write it as a string"
     elif isinstance(value, dict):
         for key, item in value.items():
-            problem = find_unstorable(key, f"a key of {where}") or find_unstorable(item, f"{where}[{key!r}]")
+            if not isinstance(key, str):
+                return f"{where} has the key {key!r} ({type(key).__name__}); SurrealDB object keys must be strings"
+            problem = _unstorable(key, f"a key of {where}", depth + 1) or _unstorable(item, f"{where}[{key!r}]", depth + 1)
             if problem is not None:
                 return problem
-    elif isinstance(value, (list, tuple)):
+    elif isinstance(value, (list, tuple, set, frozenset)):
         for index, item in enumerate(value):
-            problem = find_unstorable(item, f"{where}[{index}]")
+            problem = _unstorable(item, f"{where}[{index}]", depth + 1)
             if problem is not None:
                 return problem
+    elif isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return f"{where} is a date ({value!r}), which SurrealDB cannot store; write it as a string ({value.isoformat()!r}) or a datetime"
+    elif not isinstance(value, _STORABLE_SCALARS):
+        kind = f"{type(value).__module__}.{type(value).__qualname__}".removeprefix("builtins.")
+        return (
+            f"{where} holds a value of type {kind}, which SurrealDB cannot store; use a string, number, boolean, None, list, "
+            "dict with string keys, datetime, Decimal, UUID or bytes (convert a path or other object with str())"
+        )
     return None
+
+
+#: Why JSON nested deeper than Python's parser goes (``[[[[...`` thousands deep) is not read.
+_TOO_DEEP = "JSON nested too deeply to read (Python's parser stops near 1,000 levels of arrays or objects); flatten it"
 
 
 def jsonl_documents(file: Path, path: str, options: LoaderOptions) -> Result:
@@ -68,6 +100,8 @@ def _jsonl_record(line: str, number: int, path: str, seen: dict[str, str], optio
         record = json.loads(line)
     except json.JSONDecodeError as exc:
         return LoadFailure(source=path, line=number, reason=f"malformed JSON: {exc.msg} (column {exc.colno})")
+    except RecursionError:
+        return LoadFailure(source=path, line=number, reason=_TOO_DEEP)
     spot = _Spot(path, f"{path}#L{number}", f"{path}:{number}", f"line {number}", number)
     return _record(record, spot, seen, options)
 
@@ -77,6 +111,9 @@ def json_documents(text: str, path: str, options: LoaderOptions) -> Result:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         yield LoadFailure(source=path, line=exc.lineno, reason=f"malformed JSON: {exc.msg} (column {exc.colno})")
+        return
+    except RecursionError:
+        yield LoadFailure(source=path, reason=_TOO_DEEP)
         return
     if isinstance(data, dict):
         yield _record(data, _Spot(path, path, path, "", None), {}, options)
