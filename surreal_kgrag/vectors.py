@@ -313,7 +313,8 @@ class TextStore:
         doomed = (yield Query("vector_keys", params, {"filter": condition}))[-1]
         if not doomed:
             return 0
-        return int((yield Query("delete_documents", {"doc_ids": doomed}))[-1] or 0)
+        # the scope and filter again inside the delete's transaction: a text replaced meanwhile under other labels stays
+        return int((yield Query("delete_documents", {"doc_ids": doomed, **condition.params}, {"scope": condition}))[-1] or 0)
 
     # -- helpers ---------------------------------------------------------------------------------
 

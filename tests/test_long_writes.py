@@ -1,7 +1,7 @@
 """A document longer than one write group is written in bounded transactions (slices of its chunks,
 then its row), readers never see a part of it, and a stop, a failure or a crash part-way leaves the
 store as if the write had not begun. Generated chunks, vectors and mentions on the real engine: the
-write path alone, no models."""
+write path alone (MiniLM only where an Ingestor is built, to delete)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from test_ingest_safety import integrity
 
 from surreal_kgrag.db.sdk import RecordID
 from surreal_kgrag.extract import NOUN_PHRASE
+from surreal_kgrag.ingest import IngestConfig, Ingestor
 from surreal_kgrag.ingest.delete import delete_records
 from surreal_kgrag.ingest.records import DocumentWork, prepare
-from surreal_kgrag.ingest.slices import finish_pending_writes, slices
+from surreal_kgrag.ingest.slices import claim, finish_pending_writes, slices
 from surreal_kgrag.ingest.writer import Writer
 from surreal_kgrag.models import ConceptMention, IngestSummary, SourceDocument, TextChunk
 from surreal_kgrag.schema import ensure_schema
@@ -153,7 +154,7 @@ def test_a_crash_part_way_leaves_chunks_no_reader_sees_and_the_next_run_removes_
     write(reference, document("other.txt", 40, seed=3))
     work = document("long.txt", 200, seed=2)
     writer = Writer(store, IngestSummary(), group_size=16, group_chunks=GROUP, vector_min_chunks=2)
-    store.query("pending_write", {"doc": RecordID("document", "long.txt")})
+    claim(store, RecordID("document", "long.txt"))
     counted: set[RecordID] = set()
     for part in list(slices(prepare(work, []), GROUP))[:2]:  # what a process killed after two slices leaves
         writer._write([part], counted)
@@ -193,4 +194,37 @@ def test_a_key_that_holds_or_ends_in_colons_is_written_in_slices_and_replaced_wh
     assert summary.failures == [] and summary.chunks == 100
     assert chunks_shown(store, key) == list(range(100))
     write(reference, document(key, 100, seed=6), group_chunks=1_000)
+    assert snapshot(store) == snapshot(reference) and integrity(store) == {}
+
+
+def test_short_documents_are_deleted_in_transactions_of_the_configured_size(store, reference, minilm, monkeypatch):
+    write(store, *(document(f"short-{i}.txt", 5, seed=10 + i) for i in range(12)))
+    sizes: list[int] = []
+    original = store.query
+
+    def spy(name: str, params: Any = None, **placeholders: Any) -> list[Any]:
+        if name == "delete_documents":
+            sizes.append(len(params["doc_ids"]))
+        return original(name, params, **placeholders)
+
+    monkeypatch.setattr(store, "query", spy)
+    ingestor = Ingestor(store, embedder=minilm, config=IngestConfig(group_chunks=16))  # 3 documents of 5 chunks a group
+    assert ingestor.delete([f"short-{i}.txt" for i in range(12)]) == 12
+    assert sizes == [3, 3, 3, 3]
+    assert snapshot(store) == snapshot(reference) and integrity(store) == {}
+
+
+def test_a_value_the_sdk_cannot_encode_fails_its_document_and_the_others_are_written(store, reference):
+    """The SDK raises TypeError for a complex number. The loaders refuse one before any model work;
+    the records are built here to reach the writer with it (short, and written in slices)."""
+    works = [document("good.txt", 10, seed=1), document("bad.txt", 10, seed=2), document("bad-long.txt", 150, seed=3),
+             document("after.txt", 10, seed=4)]
+    prepared = [prepare(work, []) for work in works]
+    for item in prepared[1:3]:
+        item.record["metadata"] = {"phase": complex(1, 2)}
+    summary = IngestSummary()
+    Writer(store, summary, group_size=16, group_chunks=GROUP, vector_min_chunks=2).write(prepared, lambda: False)
+    assert summary.added == 2 and [f.source for f in summary.failures] == ["bad.txt", "bad-long.txt"]
+    assert all("cannot encode complex" in f.reason for f in summary.failures)
+    write(reference, document("good.txt", 10, seed=1), document("after.txt", 10, seed=4))
     assert snapshot(store) == snapshot(reference) and integrity(store) == {}

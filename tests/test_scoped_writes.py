@@ -6,6 +6,7 @@ add_documents), also when several tenants write at once from several threads."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import threading
 
 import pytest
@@ -20,6 +21,9 @@ from langchain_surreal_kgrag import SurrealKGRetriever as LangChainRetriever
 from langchain_surreal_kgrag import SurrealKGVectorStore as LangChainVectorStore
 from surreal_kgrag import IngestConfig, Ingestor, ScopeError, SourceDocument, SurrealStore, make_retriever
 from surreal_kgrag.chunking import SentenceChunker
+from surreal_kgrag.ingest.delete import delete_records
+from surreal_kgrag.ingest.scoped import visible
+from surreal_kgrag.ingest.slices import finish_pending_writes
 from surreal_kgrag.retrieval import Scope
 from surreal_kgrag.vectors import TextStore, VectorWriteError
 
@@ -230,3 +234,85 @@ def test_a_scoped_writers_chunks_are_bridged_only_to_titles_it_can_read(minilm, 
         named = {str(edge["out"].id) for edge in s.query("mention_edges")[-1] if edge["doc"].id == "memo"}
         assert "heron ledger figure" in named  # what spaCy finds is linked either way
         assert ("heron ledger" in named) is linked
+
+
+def _in_slices(store: SurrealStore, key: str) -> tuple[dict | None, list, list]:
+    """A document's row, every chunk stored for it (of any version) and the pending_write markers."""
+    chunks = store.query_text("test: chunks", "SELECT VALUE id FROM chunk WHERE doc = $d ORDER BY id", {"d": RecordID("document", key)})
+    markers = store.query_text("test: markers", "SELECT VALUE doc FROM pending_write ORDER BY doc")
+    return _stored(store, key), chunks[-1], markers[-1]
+
+
+def test_a_tenant_cannot_claim_clean_up_or_finish_another_tenants_write_in_slices(minilm, spacy_extractor, monkeypatch):
+    """Tenant a replaces its long document; while its new version's slices sit beside the old one
+    (a pending_write marker stands for them), tenant b writes a long document under the same key
+    and finishes abandoned writes. b is refused as for a short document, nothing of a's write is
+    touched, and a's commit succeeds."""
+    config = IngestConfig(chunker=SentenceChunker(max_tokens=16, overlap_tokens=0), group_chunks=8, embedding_process=False)
+    with SurrealStore("mem://") as s:
+        a = Ingestor(s, embedder=minilm, extractor=spacy_extractor, scope=Scope(access=["a"]), config=config)
+        b = Ingestor(s, embedder=minilm, extractor=spacy_extractor, scope=Scope(access=["b"]), config=config)
+        assert a.ingest([SourceDocument(key="ledger", text=_long_text("Krakow", 40), source="a.txt")]).added == 1
+        paused, resume = threading.Event(), threading.Event()
+        claims: list[str] = []
+        query = s.query
+
+        def pausing(name, params=None, **placeholders):
+            if name == "pending_write" and (params or {}).get("scope_access") == ["a"]:
+                claims.append(name)
+                if len(claims) == 2:  # a renews its marker after its first slice: it stops there a while
+                    paused.set()
+                    resume.wait(120)
+            return query(name, params, **placeholders)
+
+        monkeypatch.setattr(s, "query", pausing)
+        done: list = []
+        writer = threading.Thread(
+            target=lambda: done.append(a.ingest([SourceDocument(key="ledger", text=_long_text("Lodz", 40), source="a.txt")]))
+        )
+        writer.start()
+        try:
+            assert paused.wait(120)
+            during = _in_slices(s, "ledger")
+            assert during[2] == [RecordID("document", "ledger")] and len(during[1]) == during[0]["chunk_count"] + 8
+
+            refused = b.ingest([SourceDocument(key="ledger", text=_long_text("Gdansk", 40), source="b.txt")])
+            assert refused.added == refused.updated == 0 and len(refused.failures) == 1
+            assert "outside the caller's scope: document ['ledger'] exists and cannot be read" in refused.failures[0].reason
+            # What b's next run would do if a's write had been left by a crash: not a's to finish.
+            assert finish_pending_writes(s, 8, abandoned_after=datetime.timedelta(0), scope=Scope(access=["b"]).compile()) == 0
+            assert _in_slices(s, "ledger") == during
+        finally:
+            resume.set()
+            writer.join(120)
+        summary = done[0]
+        assert summary.failures == [] and summary.updated == 1
+        row, chunks, markers = _in_slices(s, "ledger")
+        assert row["access"] == ["a"] and row["content_hash"] != during[0]["content_hash"]
+        assert len(chunks) == row["chunk_count"] and markers == []
+        assert {k: v for k, v in s.query("check_integrity")[-1].items() if v} == {}
+
+
+def test_a_scoped_delete_checks_the_scope_inside_its_transaction(store, minilm, spacy_extractor):
+    """A scoped delete lists the documents it can read, then deletes them: one replaced in between
+    under labels outside its scope (short or written in slices) is not deleted."""
+    config = IngestConfig(chunker=SentenceChunker(max_tokens=16, overlap_tokens=0), group_chunks=8)
+    admin = Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=config)
+    public = Scope(access=["public"])
+
+    def memos(access: list[str], edition: str) -> list[SourceDocument]:
+        return [
+            SourceDocument(key="memo", text=f"A memo about Gdansk, {edition}.", source="memo.txt", access=access),
+            SourceDocument(key="long-memo", text=_long_text(f"Torun {edition}", 40), source="lm.txt", access=access),
+        ]
+
+    assert admin.ingest(memos(["public"], "first edition")).added == 2
+    listed = visible(store, [RecordID("document", "memo"), RecordID("document", "long-memo")], public)
+    assert len(listed) == 2
+    assert admin.ingest(memos(["staff"], "second edition")).updated == 2
+    kept = {key: _stored(store, key) for key in ("memo", "long-memo")}
+    assert kept["long-memo"]["chunk_count"] > 8
+    assert delete_records(store, listed, 8, public) == 0
+    assert {key: _stored(store, key) for key in kept} == kept
+    report = store.query("check_integrity")[-1]
+    assert {k: v for k, v in report.items() if v} == {"chunks_without_edges": 1}, report

@@ -117,7 +117,7 @@ class Run:
     def execute(self) -> IngestSummary:
         self.started = time.perf_counter()
         self.ensure_schema()
-        finish_pending_writes(self.store, self.config.group_chunks)
+        finish_pending_writes(self.store, self.config.group_chunks, scope=self.scope.compile())
         show = self.config.show_progress
         self.progress = tqdm(
             desc="ingest", unit="doc", file=sys.stderr, disable=(not sys.stderr.isatty()) if show is None else not show
@@ -175,7 +175,7 @@ class Run:
         self.summary.skipped += batch.skipped
         self._written(len(batch.failures) + batch.skipped, 0)
         with self._timed("write"), vectors.write_lock:
-            delete_records(self.store, batch.stale, self.config.group_chunks)
+            delete_records(self.store, batch.stale, self.config.group_chunks, self.scope)
             writer.write(batch.prepared, self.abort.is_set)
         vectors.poke()
 

@@ -82,8 +82,9 @@ class Ingestor:
         return Run(self._parts(), _texts_as_documents(texts, metadatas, ids, titles)).execute()
 
     def delete(self, keys: Iterable[str]) -> int:
-        """Delete documents by key with their chunks and edges; returns how many existed."""
-        return delete_documents(self.store, keys, self.scope)
+        """Delete documents by key with their chunks and edges, ``config.group_chunks`` chunks per
+        transaction at most; returns how many existed."""
+        return delete_documents(self.store, keys, self.scope, self.config.group_chunks)
 
     async def aingest(self, inputs: Iterable[Any] | str | os.PathLike[str], **loader_options: Any) -> IngestSummary:
         """Async ``ingest``: the same pipeline, its threads off the event loop. Cancelling the task
@@ -101,7 +102,7 @@ class Ingestor:
         return await run_async(Run(self._parts(), _texts_as_documents(texts, metadatas, ids, titles)))
 
     async def adelete(self, keys: Iterable[str]) -> int:
-        return await adelete_documents(self.store, keys, self.scope)
+        return await adelete_documents(self.store, keys, self.scope, self.config.group_chunks)
 
     # -- hooks -----------------------------------------------------------------------------------
 

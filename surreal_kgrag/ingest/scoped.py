@@ -10,7 +10,11 @@ An :class:`~surreal_kgrag.ingest.Ingestor` built with a :class:`~surreal_kgrag.r
   one it could not read afterwards (``write_documents.surql``): an error naming the id, never an
   overwrite, however many writers race;
 - deletes, and the stale parts of a file read again, reach only documents the scope can read
-  (:func:`visible`); bridge edges are added only from chunks it can read.
+  (:func:`visible`, and again inside each delete's transaction: ``delete_documents.surql``,
+  ``retire_document.surql``); bridge edges are added only from chunks it can read;
+- a document written in slices (``slices.py``) is refused before anything is written when the
+  scope cannot read its stored version, and its marker and stale chunks are touched only for
+  documents inside the scope (``pending_write.surql``, ``fragments/scope_inside.surql``).
 """
 
 from __future__ import annotations

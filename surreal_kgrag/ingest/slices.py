@@ -7,6 +7,8 @@ old version until the commit and the new one, whole, after it. The chunks of the
 then removed a slice at a time (``remove_stale_chunks.surql``), and a long document is deleted the
 same way: its row first, its chunks after. A ``pending_write`` row stands for each such write while
 it runs; one that a crash left is finished by the next ingest run (:func:`finish_pending_writes`).
+A scoped caller (``scope``, a compiled :class:`~surreal_kgrag.retrieval.Scope`) claims, cleans up,
+deletes and finishes only documents that are not stored or that it can read: each query checks it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Iterator
 
 from ..db import SurrealStore
 from ..db.sdk import RecordID
+from ..surql import NO_FILTER, CompiledFilter
 from .records import PreparedDocument
 
 #: A pending_write row not renewed for this long was left by a process that died: a slice is
@@ -48,32 +51,50 @@ def slices(item: PreparedDocument, size: int) -> Iterator[PreparedDocument]:
         )
 
 
-def remove_stale(store: SurrealStore, doc_id: RecordID, size: int) -> int:
+def remove_stale(store: SurrealStore, doc_id: RecordID, size: int, scope: CompiledFilter = NO_FILTER) -> int:
     """Remove the chunks of ``doc_id`` that are not of its stored version (all of them when it has
-    no row), ``size`` per transaction; returns how many went."""
+    no row), ``size`` per transaction; returns how many went (none when ``scope`` cannot read it)."""
     removed = 0
     while True:
-        gone = int(store.query("remove_stale_chunks", {"doc": doc_id, "limit": size})[-1] or 0)
+        params = {"doc": doc_id, "limit": size, **scope.params}
+        gone = int(store.query("remove_stale_chunks", params, scope=scope)[-1] or 0)
         removed += gone
         if gone < size:
             return removed
 
 
-def delete_long(store: SurrealStore, doc_id: RecordID, size: int) -> int:
+def delete_long(store: SurrealStore, doc_id: RecordID, size: int, scope: CompiledFilter = NO_FILTER) -> int:
     """Delete a long document in bounded steps: its row (readers no longer see it), then its chunks
-    ``size`` at a time. Returns 1 when it existed."""
-    existed = int(store.query("retire_document", {"doc": doc_id})[-1] or 0)
-    remove_stale(store, doc_id, size)
-    store.query("pending_write_done", {"doc": doc_id})
+    ``size`` at a time. Returns 1 when it existed and ``scope`` could read it."""
+    existed = int(store.query("retire_document", {"doc": doc_id, **scope.params}, scope=scope)[-1] or 0)
+    remove_stale(store, doc_id, size, scope)
+    done(store, doc_id, scope)
     return existed
 
 
-def finish_pending_writes(store: SurrealStore, size: int, abandoned_after: datetime.timedelta = ABANDONED_AFTER) -> int:
+def claim(store: SurrealStore, doc_id: RecordID, scope: CompiledFilter = NO_FILTER) -> None:
+    """Write or renew the pending_write row of ``doc_id``; a ``QueryExecutionError`` (the refusal
+    ``write_documents.surql`` gives) when the document is stored and ``scope`` cannot read it."""
+    store.query("pending_write", {"doc": doc_id, **scope.params}, scope=scope)
+
+
+def done(store: SurrealStore, doc_id: RecordID, scope: CompiledFilter = NO_FILTER) -> None:
+    """Remove the pending_write row of ``doc_id`` (kept when ``scope`` cannot read the document)."""
+    store.query("pending_write_done", {"doc": doc_id, **scope.params}, scope=scope)
+
+
+def finish_pending_writes(
+    store: SurrealStore,
+    size: int,
+    abandoned_after: datetime.timedelta = ABANDONED_AFTER,
+    scope: CompiledFilter = NO_FILTER,
+) -> int:
     """Finish the writes in slices that a dead process left (their pending_write row not renewed
-    for ``abandoned_after``): remove their chunks not of the stored version. Returns how many."""
+    for ``abandoned_after``): remove their chunks not of the stored version. Only the documents
+    ``scope`` may change (not stored, or readable). Returns how many."""
     before = datetime.datetime.now(datetime.timezone.utc) - abandoned_after
-    docs: list[RecordID] = store.query("pending_writes", {"before": before})[-1]
+    docs: list[RecordID] = store.query("pending_writes", {"before": before, **scope.params}, scope=scope)[-1]
     for doc_id in docs:
-        remove_stale(store, doc_id, size)
-        store.query("pending_write_done", {"doc": doc_id})
+        remove_stale(store, doc_id, size, scope)
+        done(store, doc_id, scope)
     return len(docs)

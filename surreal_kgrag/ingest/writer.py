@@ -22,9 +22,12 @@ from ..surql import NO_FILTER, CompiledFilter
 from .bridges import link
 from .concepts import concept_record
 from .records import PreparedDocument, groups
-from .slices import remove_stale, slices, version
+from .slices import claim, done, remove_stale, slices, version
 
 ATTEMPTS = 4
+#: What a write may raise for one document: the engine's refusal, or a value the SDK cannot encode
+#: (ValueError, OverflowError, TypeError: the loaders check values first; this is the backstop).
+WRITE_ERRORS = (QueryExecutionError, ValueError, OverflowError, TypeError)
 #: How write_documents.surql's refusals of a scoped writer begin.
 SCOPE_REFUSAL = "outside the caller's scope: "
 
@@ -64,7 +67,7 @@ class Writer:
     def _write_group(self, group: list[PreparedDocument]) -> None:
         try:
             created = self._retrying(lambda: self._write(group))
-        except (QueryExecutionError, ValueError, OverflowError) as error:  # ValueError: a value the SDK cannot encode
+        except WRITE_ERRORS as error:
             self._isolate(group, error)
             return
         self._count(group, created)
@@ -73,27 +76,32 @@ class Writer:
         """Slices of the chunks, each a transaction, then the row (``commit_document.surql``); the
         chunks of the version replaced, or of this one when it failed or was stopped, are removed
         after (bounded transactions too). A ``pending_write`` row, renewed per slice, lets a later
-        run finish that removal when the process dies meanwhile."""
+        run finish that removal when the process dies meanwhile. A scoped writer is refused a stored
+        document it cannot read before it touches anything of it (its row, chunks or marker)."""
         doc_id = item.record["id"]
         created = 0
         committed = False
         counted: set[Any] = set()  # the concepts the slices written so far mention
-        self.store.query("pending_write", {"doc": doc_id})
-        remove_stale(self.store, doc_id, self.group_chunks)  # what a crashed write of this document left
+        try:
+            claim(self.store, doc_id, self.scope)
+        except QueryExecutionError as error:
+            self._fail(item, error)
+            return
+        remove_stale(self.store, doc_id, self.group_chunks, self.scope)  # what a crashed write of this document left
         try:
             for part in slices(item, self.group_chunks):
                 if stop():
                     break
                 created += self._retrying(partial(self._write, [part], counted))
-                self.store.query("pending_write", {"doc": doc_id})
+                claim(self.store, doc_id, self.scope)
             else:
                 self._retrying(partial(self._commit, item))
                 committed = True
-        except (QueryExecutionError, ValueError, OverflowError) as error:
+        except WRITE_ERRORS as error:
             self._fail(item, error)
         finally:
-            remove_stale(self.store, doc_id, self.group_chunks)
-            self.store.query("pending_write_done", {"doc": doc_id})
+            remove_stale(self.store, doc_id, self.group_chunks, self.scope)
+            done(self.store, doc_id, self.scope)
         if committed:
             self._count([item], created)
 
