@@ -14,6 +14,7 @@ from store_rows import one_chunk_document
 from surrealdb import RecordID
 from ws_bridge import SurrealWebSocketBridge
 
+from surreal_kgrag.db.connection import EmbeddedConnection
 from surreal_kgrag.indexes import IndexSettings
 from surreal_kgrag.schema import aensure_schema, ensure_schema
 from surreal_kgrag.store import SurrealStore
@@ -77,6 +78,36 @@ async def test_async_calls_never_block_the_running_loop(tmp_path):
     print(f"rebuild {rebuild:.2f}s; worst loop lag with async calls {worst * 1000:.0f} ms, with the sync call {gap * 1000:.0f} ms")
     assert gap > 0.25, "the sync rebuild should have taken long enough to measure"
     assert worst < gap / 2  # against the sync call in the same test, not a fixed limit
+
+
+async def test_a_cancelled_async_query_holds_its_lease_until_the_engine_is_done(monkeypatch):
+    """The engine's worker thread goes on after its caller is cancelled: the lease that keeps an
+    index rebuild from dropping the names the query uses must last as long as the query."""
+    started, finish = threading.Event(), threading.Event()
+    run = EmbeddedConnection.run
+
+    def slow(connection: EmbeddedConnection, job: tuple) -> list:
+        if job[0] == "schema_version":
+            started.set()
+            finish.wait(10)
+        return run(connection, job)
+
+    with SurrealStore("mem://") as store:
+        ensure_schema(store, dimension=4, embedder="e")
+        catalog = store._conn().catalog
+        monkeypatch.setattr(EmbeddedConnection, "run", slow)
+        task = asyncio.create_task(store.aquery("schema_version"))
+        assert await asyncio.to_thread(started.wait, 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not catalog.drained(catalog.version + 1)  # the query still runs, on its lease
+        finish.set()
+        for _ in range(500):
+            if catalog.drained(catalog.version + 1):
+                break
+            await asyncio.sleep(0.01)
+        assert catalog.drained(catalog.version + 1)  # and gave it back when it ended
 
 
 def test_one_store_serves_many_threads_at_once(tmp_path):

@@ -65,5 +65,5 @@ async def test_async_queries_against_a_server(surreal_server):
     host, port = surreal_server
     store = SurrealStore(f"ws://{host}:{port}", namespace="test", database="async", username="root", password="root")
     ensure_schema(store, dimension=4, embedder="e")
-    assert (await store.aquery("store_meta"))[1]["dimension"] == 4
+    assert (await store.aquery("store_meta"))[-1]["dimension"] == 4
     await store.aclose()

@@ -56,7 +56,7 @@ def test_query_binds_values_and_returns_one_result_per_statement():
         assert store.major_version >= 2
         ensure_schema(store, dimension=3, embedder="test")
         meta = store.query("store_meta")
-        assert len(meta) == 2 and meta[1]["dimension"] == 3
+        assert len(meta) == 1 and meta[0]["dimension"] == 3  # one statement, one result
         # The document table survives a hostile key and comes back verbatim.
         rows = store.query("document_hashes", {"ids": [RecordID("document", hostile)]})
         assert rows == [[]]
@@ -75,12 +75,12 @@ def test_stores_on_one_embedded_file_share_the_engine(tmp_path):
     first = SurrealStore(url)
     second = SurrealStore(url)
     ensure_schema(first, dimension=3, embedder="test")
-    assert second.query("store_meta")[1]["dimension"] == 3
+    assert second.query("store_meta")[-1]["dimension"] == 3
     first.close()
     assert second.query("stats")[0]["documents"] == 0  # still open for the other store
     second.close()
     with SurrealStore(url) as reopened:  # data persisted on disk
-        assert reopened.query("store_meta")[1]["embedder"] == "test"
+        assert reopened.query("store_meta")[-1]["embedder"] == "test"
 
 
 def test_same_file_other_namespace_in_one_process_is_refused(tmp_path):
@@ -94,7 +94,7 @@ def test_same_file_other_namespace_in_one_process_is_refused(tmp_path):
 def test_mem_stores_are_separate_databases():
     with SurrealStore("mem://") as a, SurrealStore("mem://") as b:
         ensure_schema(a, dimension=3, embedder="test")
-        assert b.query("store_meta")[1] is None
+        assert b.query("store_meta")[-1] is None
 
 
 def test_second_process_gets_a_clear_lock_error(tmp_path):
@@ -126,14 +126,14 @@ async def test_async_queries_match_sync_and_share_the_handle(tmp_path):
     assert async_result == sync_result
     # Concurrent async queries on one handle all complete.
     results = await asyncio.gather(*(store.aquery("store_meta") for _ in range(8)))
-    assert all(r[1]["dimension"] == 3 for r in results)
+    assert all(r[-1]["dimension"] == 3 for r in results)
     await store.aclose()
 
 
 async def test_sync_api_works_inside_a_running_event_loop():
     store = SurrealStore("mem://")
     ensure_schema(store, dimension=3, embedder="test")  # sync call while this loop runs
-    assert (await store.aquery("store_meta"))[1]["dimension"] == 3
+    assert (await store.aquery("store_meta"))[-1]["dimension"] == 3
     store.close()
 
 

@@ -24,7 +24,7 @@ import contextlib
 import gc
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, ClassVar, TypeVar
 
 from ..errors import ConfigurationError, QueryExecutionError, StoreConnectionError, StoreLockedError
@@ -88,12 +88,11 @@ class Connection:
 
     catalog: IndexCatalog
     maintains_indexes: ClassVar[bool] = False
+    #: Each query blocks the calling thread (the embedded engine): async callers run it in a worker thread.
+    blocking: ClassVar[bool] = False
 
     def run(self, job: Job) -> list[Any]:
         raise NotImplementedError
-
-    def run_many(self, jobs: Sequence[Job]) -> list[list[Any]]:
-        return [self.run(job) for job in jobs]
 
     async def arun(self, job: Job) -> list[Any]:
         raise NotImplementedError
@@ -132,6 +131,7 @@ class EmbeddedConnection(Connection):
     without closing its store aborted (SIGABRT, exit 134) after its work in about one run in five.
     """
 
+    blocking = True
     maintains_indexes = True
     _registry: ClassVar[dict[str, EmbeddedConnection]] = {}
     _registry_lock = threading.Lock()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+import time
 from typing import Any
 
 from ..errors import QueryExecutionError
@@ -24,6 +25,17 @@ def retryable(error: QueryExecutionError, template: str, attempt: int) -> bool:
 
 def backoff(attempt: int) -> float:
     return random.uniform(0.005, 0.02) * 2**attempt
+
+
+def run_retrying(connection: Connection, job: tuple[str, str, dict[str, Any]], template: str) -> list[Any]:
+    for attempt in range(RETRIES):
+        try:
+            return connection.run(job)
+        except QueryExecutionError as error:
+            if not retryable(error, template, attempt):
+                raise
+        time.sleep(backoff(attempt))
+    raise AssertionError("unreachable")
 
 
 async def arun_retrying(connection: Connection, job: tuple[str, str, dict[str, Any]], template: str) -> list[Any]:

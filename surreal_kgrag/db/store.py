@@ -11,19 +11,18 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import surql
-from ..errors import QueryExecutionError, StoreConnectionError
+from ..errors import StoreConnectionError
 from ..surql import CompiledFilter
 from . import maintenance
 from .catalog import PLACEHOLDERS, IndexReport, IndexSettings, IndexState, Lease
 from .config import StoreConfig, check_embedded_path
 from .connection import Connection, EmbeddedConnection, RemoteConnection
 from .loops import gather_or_cancel, run_sync
-from .retry import RETRIES, arun_retrying, backoff, retryable
+from .retry import arun_retrying, run_retrying
 
 # One query of a batch: the surql file name, its bound params, its {{placeholder}} values.
 QueryStep = tuple[str, Mapping[str, Any] | None, Mapping[str, Any]]
@@ -172,21 +171,17 @@ class SurrealStore:
             connection.catalog.wait(0.05)  # a write waits while an index is rebuilt
         try:
             jobs = [(name, _render(t, lease, ph), dict(params or {})) for (name, params, ph), t in zip(steps, templates)]
-            if len(jobs) > 1:
-                return connection.run_many(jobs)
-            for attempt in range(RETRIES):
-                try:
-                    return [connection.run(jobs[0])]
-                except QueryExecutionError as error:
-                    if not retryable(error, templates[0], attempt):
-                        raise
-                time.sleep(backoff(attempt))
-            raise AssertionError("unreachable")
+            return [run_retrying(connection, job, t) for job, t in zip(jobs, templates)]
         finally:
             connection.catalog.leave(lease)
 
     async def aquery_many(self, steps: Sequence[QueryStep]) -> list[list[Any]]:
         connection = await self._aconn()
+        if connection.blocking:
+            # The embedded engine answers one query at a time, in a worker thread that cancelling
+            # the caller does not stop: the whole call runs there, so its lease on the search
+            # indexes' names ends with its queries (a rebuild waits for it), not with the caller.
+            return await asyncio.to_thread(self.query_many, steps)
         major = _major(await self.aserver_version())
         templates = [surql.load(name, major) for name, _, _ in steps]
         for template in templates:
