@@ -199,4 +199,6 @@ def _stable_repr(value: Any) -> str:
         return "{" + ",".join(f"{k!r}:{_stable_repr(value[k])}" for k in sorted(value, key=str)) + "}"
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(_stable_repr(v) for v in value) + "]"
+    if isinstance(value, (set, frozenset)):  # a set of strings iterates in another order in every process
+        return "{" + ",".join(sorted(_stable_repr(v) for v in value)) + "}"
     return repr(value)

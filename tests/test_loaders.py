@@ -737,3 +737,19 @@ def test_metadata_the_database_holds_passes() -> None:
         "deep": json.loads("[" * 60 + "]" * 60),
     }
     assert find_unstorable({"metadata": value}) is None
+
+
+def test_a_documents_hash_does_not_depend_on_the_process():
+    """A set of strings iterates in an order each process draws afresh (hash randomisation): its
+    document must hash alike in every run, or it is written again on every ingest."""
+    script = (
+        "from surreal_kgrag import SourceDocument; "
+        "print(SourceDocument(key='k', source='s', text='t', metadata={'tags': {'alpha', 'beta', 'gamma', 'delta'}}).content_hash)"
+    )
+    hashes = {
+        subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": seed}
+        ).stdout
+        for seed in ("1", "2", "3", "4")
+    }
+    assert len(hashes) == 1
