@@ -4,6 +4,7 @@ running loop, one socket per loop to a server, every socket closed on release.""
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -141,6 +142,18 @@ async def test_remote_async_connection_is_opened_once_per_loop_and_closed_on_rel
     assert bridge.opened == 1 and bridge.open == 1
     await store.aclose()
     assert bridge.wait_for(lambda: bridge.open == 0)
+
+
+def test_a_remote_connection_does_not_keep_the_sockets_of_closed_loops(bridge):
+    store = SurrealStore(bridge.url, namespace="t", database="t")
+    try:
+        for _ in range(5):  # asyncio.run per call: each call on a new loop, closed after it
+            assert asyncio.run(store.aquery("store_meta")) == [None]
+        assert bridge.opened == 5
+        gc.collect()
+        assert bridge.wait_for(lambda: bridge.open <= 1)  # the last loop's, until the next call
+    finally:
+        store.close()
 
 
 def test_remote_sync_and_async_connections_are_all_closed_by_close(bridge):

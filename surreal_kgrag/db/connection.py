@@ -278,6 +278,10 @@ class RemoteConnection(Connection):
     async def _native(self) -> Any:
         loop = asyncio.get_running_loop()
         with self._lock:
+            # A loop that has closed (asyncio.run per call, a test's loop) can no longer close its
+            # socket: dropping it lets the socket go with it, instead of one more held open a loop.
+            for closed in [other for other in self._per_loop if other.is_closed()]:
+                del self._per_loop[closed]
             slot = self._per_loop.get(loop)
             if slot is None:
                 slot = self._per_loop[loop] = _LoopConnection()
