@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import threading
 import time
@@ -188,6 +189,17 @@ def test_openai_batches_and_orders_by_index(openai_server):
     assert openai_server.headers[0].get("Authorization") == "Bearer sk-test"
     assert embedder.name == "openai/test-embed"
     embedder.close()
+
+
+async def test_openai_async_client_is_closed_by_aclose(openai_server):
+    embedder = openai_embedder(openai_server)
+    vectors = await embedder.aembed_documents(["alpha", "beta"])
+    np.testing.assert_allclose(vectors, expected(["alpha", "beta"]), atol=1e-6)
+    client = embedder._async_clients[asyncio.get_running_loop()]
+    await embedder.aclose()
+    assert client.is_closed() and not embedder._async_clients
+    np.testing.assert_allclose(await embedder.aembed_query("gamma"), expected(["gamma"])[0], atol=1e-6)  # a new client
+    await embedder.aclose()
 
 
 def test_openai_dimension_is_discovered_lazily(openai_server):

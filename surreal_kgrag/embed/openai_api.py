@@ -92,10 +92,18 @@ class OpenAIEmbedder(BaseEmbedder):
         return (await self.aembed_documents([check_text(text)]))[0]
 
     def close(self) -> None:
-        """Close the synchronous HTTP client (async clients close with their event loop)."""
+        """Close the synchronous HTTP client. An async client is closed by :meth:`aclose` on its
+        loop; one whose loop has ended is dropped with it (its connections cannot be closed there)."""
         if self._client is not None:
             self._client.close()
             self._client = None
+
+    async def aclose(self) -> None:
+        """Close the synchronous client and this event loop's async client."""
+        self.close()
+        client = self._async_clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
 
     def _request(self, batch: list[str]) -> dict[str, Any]:
         # "float" explicitly: the SDK otherwise asks for base64, which some compatible servers lack.
