@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -42,8 +41,7 @@ from .cli_support import (
 from .db import DEFAULT_URL
 from .errors import KGRagError, StoreNotFoundError
 from .retrieval.config import DEFAULT_MODE
-from .retrieval.filters import MAX_FILTER_DEPTH
-from .retrieval.options import access_labels
+from .retrieval.options import access_labels, filter_spec
 
 __all__ = [
     "CREATES_STORE", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_NO_STORE", "EXIT_OK", "EXIT_PARTIAL", "EXIT_USAGE",
@@ -141,14 +139,9 @@ def _filters(args: argparse.Namespace) -> dict[str, Any] | None:
     if not args.filter:
         return None
     try:
-        spec = json.loads(args.filter)
-    except RecursionError:
-        raise KGRagError(f"--filter is nested too deeply: a filter nests at most {MAX_FILTER_DEPTH} levels") from None
-    except json.JSONDecodeError as exc:
-        raise KGRagError(f"--filter must be a JSON object, e.g. '{{\"metadata.year\": {{\"$gte\": 2000}}}}' ({exc})") from exc
-    if not isinstance(spec, dict):
-        raise KGRagError("--filter must be a JSON object")
-    return spec
+        return filter_spec(args.filter)
+    except argparse.ArgumentTypeError as error:
+        raise KGRagError(f"--filter {error}") from None
 
 
 def cmd_query(args: argparse.Namespace) -> int:

@@ -11,6 +11,8 @@ from pydantic import BaseModel
 
 from .db import StoreConfig, SurrealStore
 
+# The keys of surreal_kgrag.retrieval.RETRIEVERS, spelled out: the CLI parses its arguments before it
+# imports the retrieval modules (and numpy with them).
 MODES = ["chunk", "concept", "hybrid", "graph"]
 
 EXIT_OK = 0

@@ -87,3 +87,10 @@ def test_the_console_script_never_aborts_at_exit(tmp_path):
     assert codes == [0] * 12
     missing = subprocess.run([str(script), "stats", "--db", f"surrealkv://{tmp_path / 'nope'}"], capture_output=True, text=True, timeout=300)
     assert missing.returncode == EXIT_NO_STORE and "no store at" in missing.stderr
+
+
+def test_the_cli_offers_every_retrieval_mode():
+    from surreal_kgrag.cli_support import MODES
+    from surreal_kgrag.retrieval import RETRIEVERS
+
+    assert list(RETRIEVERS) == MODES

@@ -6,6 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from .filters import MAX_FILTER_DEPTH
+
 
 def access_labels(text: str) -> list[str]:
     """``"public,staff"`` -> ``["public", "staff"]``; ``""`` -> ``[]`` (a scope that sees nothing)."""
@@ -16,6 +18,8 @@ def filter_spec(text: str) -> dict[str, Any]:
     """A JSON object given on the command line, as a filter dict."""
     try:
         spec = json.loads(text)
+    except RecursionError:
+        raise argparse.ArgumentTypeError(f"is nested too deeply: a filter nests at most {MAX_FILTER_DEPTH} levels") from None
     except json.JSONDecodeError as error:
         raise argparse.ArgumentTypeError(
             f"must be a JSON object, e.g. '{{\"metadata.year\": {{\"$gte\": 2000}}}}' ({error})"
