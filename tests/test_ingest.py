@@ -279,6 +279,8 @@ def test_concept_vectors_cut_short_are_finished_by_the_next_run(store, minilm, s
     with pytest.raises(IngestInterrupted) as interrupted:
         Ingestor(store, embedder=InterruptedVectors(minilm), extractor=spacy_extractor, config=config).ingest_texts(texts, ids=ids)
     assert interrupted.value.summary.added == 3  # every document was written completely
+    # the run told the store what it wrote: optimize and the next run's rebuild rule count it
+    assert store.index_states()["chunk"].pending == store.index_states()["text"].pending == interrupted.value.summary.chunks > 0
     queued = _queued(store)
     assert queued >= 3 and all(v is None for v in _vectors(store).values())
     report = store.query("check_integrity")[-1]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -44,6 +45,8 @@ from .scoped import labelled
 from .slices import finish_pending_writes
 from .stages import StageLine
 from .writer import Writer
+
+logger = logging.getLogger(__name__)
 
 STAGES = ("load", "chunk", "extract", "embed", "write", "vectors", "index")
 
@@ -133,6 +136,7 @@ class Run:
         )
         self.embedder = in_child_process(self.embedder, self.config.embedding_process)
         self.vectors = VectorWorker(self.store, self.embedder, self.abort.is_set, lambda: self._timed("vectors"))
+        indexed = False
         try:
             with self.vectors.running() as vectors:
                 self.line.run(
@@ -144,11 +148,14 @@ class Run:
             if self.abort.is_set():  # aingest cancelled (the worker has stopped: its counts are final)
                 raise IngestInterrupted(self._finish())
             self._stage_index()
+            indexed = True
         except KeyboardInterrupt as interrupt:
             if isinstance(interrupt, IngestInterrupted):
                 raise
             raise IngestInterrupted(self._finish()) from None  # the transaction in progress has finished
         finally:
+            if not indexed:
+                self._count_pending()
             self.progress.close()
             if isinstance(self.embedder, ProcessEmbedding) and self.embedder is not self.given_embedder:
                 self.embedder.close()  # the child this run started; a caller's own (in_own_process) is the caller's to end
@@ -169,6 +176,18 @@ class Run:
         self.progress.set_postfix_str("index", refresh=True)
         with self._timed("index"):
             self.maintain_indexes(chunks=self.summary.chunks, concepts=self.summary.concept_vectors)
+
+    def _count_pending(self) -> None:
+        """A run that stopped early (interrupted, cancelled, failed) still tells the store what it
+        wrote, so that ``optimize`` and the next run's rule see the rows waiting in the indexes'
+        queues; it starts no rebuild (the caller is on its way out)."""
+        concepts = self.vectors.embedded if self.vectors is not None else 0
+        if not self.summary.chunks and not concepts:
+            return
+        try:
+            self.maintain_indexes(chunks=self.summary.chunks, concepts=concepts, rebuild=False)
+        except Exception as error:  # the run's own error is the one to raise
+            logger.warning("the search indexes' pending counts were not recorded (%s): run `surreal-kgrag optimize`", error)
 
     def _write(self, batch: Batch, writer: Writer, vectors: VectorWorker) -> None:
         self.summary.failures.extend(batch.failures)
