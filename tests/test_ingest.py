@@ -367,6 +367,29 @@ def test_document_frequencies_match_the_edges_after_grouped_writes_and_updates(s
         assert row["df"] == len(row["documents"]) > 0, row
 
 
+def test_a_key_met_again_in_a_later_batch_of_one_run(store, minilm, spacy_extractor):
+    """The same document twice in one run, a batch apart (a folder and a file in it, repeated ids):
+    the copy is skipped; a key whose text changed between its copies ends with the later text."""
+    config = IngestConfig(batch_size=1, chunker=SHORT_CHUNKS)
+    ingestor = Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=config)
+
+    def doc(key: str, text: str) -> SourceDocument:
+        return SourceDocument(key=key, source=f"notes/{key}.txt", text=text)
+
+    summary = ingestor.ingest([doc("a", BABBAGE[0]), doc("b", BABBAGE[1]), doc("a", BABBAGE[0])])
+    assert (summary.added, summary.updated, summary.skipped, summary.failures) == (2, 0, 1, [])
+    summary = ingestor.ingest([doc("a", BABBAGE[1]), doc("c", BABBAGE[0]), doc("a", BABBAGE[0])])
+    assert (summary.added, summary.updated, summary.skipped, summary.failures) == (1, 2, 0, [])
+    stored = {row["id"].id: row for row in store.query_text("test: docs", "SELECT id, chunk_count FROM document;")[-1]}
+    chunks = store.query_text("test: chunks", "SELECT VALUE content FROM chunk WHERE doc = document:a ORDER BY index;")[-1]
+    assert set(stored) == {"a", "b", "c"} and " ".join(chunks) == BABBAGE[0] and len(chunks) == stored["a"]["chunk_count"]
+    with SurrealStore("mem://") as reference:  # the final documents, each ingested once
+        Ingestor(reference, embedder=minilm, extractor=spacy_extractor, config=config).ingest(
+            [doc("a", BABBAGE[0]), doc("b", BABBAGE[1]), doc("c", BABBAGE[0])]
+        )
+        assert store.query("check_integrity")[-1] == reference.query("check_integrity")[-1]
+
+
 def test_frequencies_and_titles_follow_renames_moves_and_deletes_from_several_writers(store, minilm, spacy_extractor):
     """df and `titled` change by deltas (fragments/document_frequencies.surql): each step must leave
     them equal to a count from the edges, with writers on several threads sharing concepts."""

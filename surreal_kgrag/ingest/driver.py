@@ -106,6 +106,9 @@ class Run:
         self.summary = IngestSummary()
         self.timings = dict.fromkeys(STAGES, 0.0)
         self.busy: set[str] = set()
+        # The content hash of each document this run has sent to be written, by key: a key met again
+        # in a later batch is compared with it (the store does not hold it yet when that batch loads).
+        self.queued: dict[str, str] = {}
         self.line = StageLine(self.config.queue_batches)
         self.abort = self.line.abort
         self.progress: Any = None
@@ -269,7 +272,9 @@ class Run:
             return [], 0, set()
         rows = self.store.query("document_hashes", {"ids": [document_id(d.key) for d in docs]})[-1]
         stored = {row["id"].id: row["content_hash"] for row in rows}
+        stored |= {doc.key: self.queued[doc.key] for doc in docs if doc.key in self.queued}
         changed = [doc for doc in docs if stored.get(doc.key) != doc.content_hash]
+        self.queued |= {doc.key: doc.content_hash for doc in changed}
         return changed, len(docs) - len(changed), set(stored)
 
     def _extract(self, batch: Batch) -> None:
