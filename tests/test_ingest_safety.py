@@ -14,6 +14,7 @@ from test_ingest import CountingEmbedder
 from surreal_kgrag import IngestConfig, Ingestor, SurrealStore, delete_documents, ensure_schema
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.cli import main as cli_main
+from surreal_kgrag.errors import QueryExecutionError
 from surreal_kgrag.extract import CallableConceptExtractor
 
 PLACES = ["Lisbon", "Warsaw", "Nairobi", "Quito", "Hanoi", "Oslo", "Perth", "Tunis", "Lima", "Riga"]
@@ -224,6 +225,31 @@ def test_a_long_text_file_is_stored_in_parts_and_its_stale_parts_go(store, minil
     assert integrity(store) == {}
     assert delete_documents(store, [key]) == 1
     assert store.query("stats")[0]["documents"] == 0
+
+
+def test_a_file_whose_new_parts_fail_to_write_keeps_its_old_version(store, minilm, spacy_extractor, tmp_path, monkeypatch):
+    path = tmp_path / "grows.md"
+    path.write_text("# Notes\n\nA short note about Riga.")
+    config = IngestConfig(max_document_chars=2_000)
+    ingestor = Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=config)
+    assert ingestor.ingest([path]).added == 1
+    key = str(path.resolve())
+    path.write_text("# Notes\n\n" + prose(90))  # now read in parts: the whole-file document is stale
+    query = SurrealStore.query
+
+    def refused(self, name, params=None, **placeholders):
+        if name == "write_documents":
+            raise QueryExecutionError("SurrealDB rejected write_documents.surql: the disk is full")
+        return query(self, name, params, **placeholders)
+
+    monkeypatch.setattr(SurrealStore, "query", refused)
+    summary = ingestor.ingest([path])
+    monkeypatch.undo()
+    assert summary.failed > 0 and all("write failed" in f.reason for f in summary.failures)
+    assert [r["id"].id for r in store.query("document_parts", {"sources": [key]})[-1]] == [key]  # the old version stays
+    assert ingestor.ingest([path]).failed == 0  # once the writes go through, the parts replace it
+    assert all(r["id"].id.startswith(f"{key}#part-") for r in store.query("document_parts", {"sources": [key]})[-1])
+    assert integrity(store) == {}
 
 
 async def test_cancelling_aingest_leaves_only_whole_documents_and_a_rerun_finishes(store, minilm, spacy_extractor):

@@ -71,10 +71,10 @@ def delete_records(
     return deleted + sum(delete_long(store, rid, slice_chunks, condition) for rid in long)
 
 
-def stale_parts(store: SurrealStore, docs: list[SourceDocument], scope: Scope = UNRESTRICTED) -> list[RecordID]:
-    """Stored documents of the same files as ``docs`` that the files no longer produce: the parts
-    past a shorter file's end, the whole-file document of a file now read in parts, or the parts of
-    a file now read whole; only those ``scope`` can read."""
+def stale_parts(store: SurrealStore, docs: list[SourceDocument], scope: Scope = UNRESTRICTED) -> list[tuple[RecordID, str]]:
+    """Stored documents of the same files as ``docs`` that the files no longer produce, with their
+    file: the parts past a shorter file's end, the whole-file document of a file now read in parts,
+    or the parts of a file now read whole; only those ``scope`` can read."""
     expected: dict[str, set[str]] = {}
     for doc in docs:
         parts = doc.metadata.get("parts")
@@ -85,7 +85,8 @@ def stale_parts(store: SurrealStore, docs: list[SourceDocument], scope: Scope = 
     if not expected:
         return []
     rows: list[dict[str, Any]] = store.query("document_parts", {"sources": list(expected)})[-1]
-    return visible(store, [row["id"] for row in rows if row["id"].id not in expected.get(row["source"], set())], scope)
+    stale = {str(row["id"]): row["source"] for row in rows if row["id"].id not in expected.get(row["source"], set())}
+    return [(rid, stale[str(rid)]) for rid in visible(store, [row["id"] for row in rows if str(row["id"]) in stale], scope)]
 
 
 def _groups(ids: list[RecordID], counts: dict[str, int], size: int) -> Iterator[list[RecordID]]:

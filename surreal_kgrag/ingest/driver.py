@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 from ..db import SurrealStore
 from ..embed import Embedder
 from ..embed.process import ProcessEmbedding, in_child_process
+from ..errors import QueryExecutionError
 from ..extract import ConceptExtractor, MetadataConceptExtractor
 from ..ids import document_id
 from ..loaders import find_unstorable
@@ -83,7 +84,7 @@ class Batch:
     failures: list[LoadFailure] = field(default_factory=list)
     skipped: int = 0
     prepared: list[PreparedDocument] = field(default_factory=list)
-    stale: list[Any] = field(default_factory=list)  # documents the batch's files no longer produce
+    stale: list[tuple[Any, str]] = field(default_factory=list)  # documents the batch's files no longer produce, with their file
 
     @property
     def chunks(self) -> int:
@@ -197,9 +198,19 @@ class Run:
         self.summary.skipped += batch.skipped
         self._written(len(batch.failures) + batch.skipped, 0)
         with self._timed("write"), vectors.write_lock:
-            delete_records(self.store, batch.stale, self.config.group_chunks, self.scope)
+            failed = len(self.summary.failures)
             writer.write(batch.prepared, self.abort.is_set)
+            self._remove_stale(batch.stale, {failure.source for failure in self.summary.failures[failed:]})
         vectors.poke()
+
+    def _remove_stale(self, stale: list[tuple[Any, str]], failed: set[str]) -> None:
+        """Delete what the batch's files no longer produce, once their new documents are written: a
+        file whose new version failed keeps its old one."""
+        for source in dict.fromkeys(source for _, source in stale if source not in failed):
+            try:
+                delete_records(self.store, [rid for rid, of in stale if of == source], self.config.group_chunks, self.scope)
+            except (QueryExecutionError, ValueError) as error:
+                self.summary.failures.append(LoadFailure(source=source, reason=f"its old parts could not be removed: {error}"))
 
     @contextlib.contextmanager
     def _timed(self, stage: str) -> Iterator[None]:
