@@ -92,8 +92,8 @@ def finish_pending_writes(
     """Finish the writes in slices that a dead process left (their pending_write row not renewed
     for ``abandoned_after``): remove their chunks not of the stored version. Only the documents
     ``scope`` may change (not stored, or readable). Returns how many."""
-    before = datetime.datetime.now(datetime.timezone.utc) - abandoned_after
-    docs: list[RecordID] = store.query("pending_writes", {"before": before, **scope.params}, scope=scope)[-1]
+    params = {"abandoned_secs": int(abandoned_after.total_seconds()), **scope.params}
+    docs: list[RecordID] = store.query("pending_writes", params, scope=scope)[-1]
     for doc_id in docs:
         remove_stale(store, doc_id, size, scope)
         done(store, doc_id, scope)
