@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from test_ingest_safety import integrity
 
+from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.db.sdk import RecordID
 from surreal_kgrag.extract import NOUN_PHRASE
 from surreal_kgrag.ingest import IngestConfig, Ingestor
@@ -128,6 +129,34 @@ def test_a_long_document_replaced_by_a_new_version_keeps_no_old_chunk(store, ref
     write(reference, document("other.txt", 90, seed=3), document("long.txt", 200, seed=4), group_chunks=1_000)
     assert snapshot(store) == snapshot(reference)
     assert integrity(store) == {}
+
+
+def test_a_short_version_of_a_long_document_replaces_it_in_bounded_transactions(minilm, spacy_extractor):
+    """Its write removes the stored version's chunks: the ingest counts them in its size, so it goes
+    in slices (the old chunks removed in bounded steps), not in one transaction that grows with them."""
+    config = IngestConfig(group_chunks=8, chunker=SentenceChunker(max_tokens=16, overlap_tokens=0))
+    store, reference = SurrealStore("mem://"), SurrealStore("mem://")
+    ingestor = Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=config)
+    sentences = [f"Ledger entry {i} records a payment to the Lisbon office in {1900 + i}." for i in range(40)]
+    assert ingestor.ingest_texts([" ".join(sentences)], ids=["ledger"]).chunks > 3 * 8
+    names: list[str] = []
+    query = SurrealStore.query
+
+    def recorded(self: SurrealStore, name: str, params: Any = None, **placeholders: Any) -> list[Any]:
+        names.append(name)
+        return query(self, name, params, **placeholders)
+
+    SurrealStore.query = recorded  # type: ignore[method-assign]
+    try:
+        summary = ingestor.ingest_texts([" ".join(sentences[:2])], ids=["ledger"])
+    finally:
+        SurrealStore.query = query  # type: ignore[method-assign]
+    assert (summary.updated, summary.failures) == (1, []) and summary.chunks <= 8
+    assert "commit_document" in names and "remove_stale_chunks" in names  # the slice path
+    Ingestor(reference, embedder=minilm, extractor=spacy_extractor, config=config).ingest_texts([" ".join(sentences[:2])], ids=["ledger"])
+    assert snapshot(store) == snapshot(reference) and integrity(store) == {}
+    store.close()
+    reference.close()
 
 
 def test_readers_see_the_old_version_while_the_new_one_is_written_and_a_stop_rolls_it_back(store):

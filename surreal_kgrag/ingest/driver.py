@@ -107,9 +107,9 @@ class Run:
         self.summary = IngestSummary()
         self.timings = dict.fromkeys(STAGES, 0.0)
         self.busy: set[str] = set()
-        # The content hash of each document this run has sent to be written, by key: a key met again
-        # in a later batch is compared with it (the store does not hold it yet when that batch loads).
-        self.queued: dict[str, str] = {}
+        # The content hash and chunk count of each document this run has sent to be written, by key: a
+        # key met again in a later batch is compared with it (the store does not hold it yet then).
+        self.queued: dict[str, tuple[str, int]] = {}
         self.line = StageLine(self.config.queue_batches)
         self.abort = self.line.abort
         self.progress: Any = None
@@ -262,7 +262,7 @@ class Run:
     def _chunked(self, docs: list[SourceDocument], failures: list[LoadFailure]) -> Iterator[Batch]:
         docs = last_per_key(docs)
         with self._timed("load"):
-            changed, skipped, existing = self._changed(docs)
+            changed, skipped, stored_chunks = self._changed(docs)
             stale = stale_parts(self.store, docs, self.scope)
         batch = Batch(failures=list(failures), skipped=skipped, stale=stale)
         for doc in changed:
@@ -274,19 +274,24 @@ class Run:
             if batch.works and batch.chunks + len(chunks) > self.config.batch_chunks:
                 yield batch
                 batch = Batch()
-            batch.works.append(DocumentWork(doc, chunks, doc.key in existing))
+            batch.works.append(DocumentWork(doc, chunks, doc.key in stored_chunks, replaced_chunks=stored_chunks.get(doc.key, 0)))
+            self.queued[doc.key] = (doc.content_hash, len(chunks))
         yield batch
 
-    def _changed(self, docs: list[SourceDocument]) -> tuple[list[SourceDocument], int, set[str]]:
-        """Documents whose stored content hash differs, how many are unchanged, the keys stored."""
+    def _changed(self, docs: list[SourceDocument]) -> tuple[list[SourceDocument], int, dict[str, int]]:
+        """Documents whose stored content hash differs, how many are unchanged, the chunk counts of
+        the keys stored (or queued earlier in this run)."""
         if not docs:
-            return [], 0, set()
+            return [], 0, {}
         rows = self.store.query("document_hashes", {"ids": [document_id(d.key) for d in docs]})[-1]
         stored = {row["id"].id: row["content_hash"] for row in rows}
-        stored |= {doc.key: self.queued[doc.key] for doc in docs if doc.key in self.queued}
+        counts = {row["id"].id: row.get("chunk_count") or 0 for row in rows}
+        for doc in docs:
+            if doc.key in self.queued:
+                stored[doc.key], counts[doc.key] = self.queued[doc.key]
         changed = [doc for doc in docs if stored.get(doc.key) != doc.content_hash]
-        self.queued |= {doc.key: doc.content_hash for doc in changed}
-        return changed, len(docs) - len(changed), set(stored)
+        self.queued |= {doc.key: (doc.content_hash, 0) for doc in changed}
+        return changed, len(docs) - len(changed), counts
 
     def _extract(self, batch: Batch) -> None:
         if not batch.works:

@@ -31,6 +31,7 @@ class DocumentWork:
     relations: list[list[Relation]] = field(default_factory=list)  # per chunk; empty without a graph extractor
     vectors: list[np.ndarray] = field(default_factory=list)  # per chunk
     contexts: list[str] = field(default_factory=list)  # per chunk: the text embedded and full-text indexed
+    replaced_chunks: int = 0  # the stored version's chunks, which writing this one removes
 
 
 @dataclass
@@ -46,15 +47,18 @@ class PreparedDocument:
     concepts: dict[str, ConceptMention]
     relations: list[dict[str, Any]] = field(default_factory=list)  # RELATES_TO edges
     names: list[dict[str, Any]] = field(default_factory=list)  # document_name rows
+    replaced_chunks: int = 0
+
+    @property
+    def size(self) -> int:
+        """The chunks its write inserts or, replacing a longer stored version, removes: a short
+        document replacing a long one is written in slices too, so no transaction grows with it."""
+        return max(len(self.chunks), self.replaced_chunks)
 
     @property
     def own_names(self) -> set[str]:
         """Names of this document's title and aliases."""
         return {name for name, m in self.concepts.items() if m.kind in OWN_KINDS}
-
-    @property
-    def size(self) -> int:
-        return len(self.chunks)
 
 
 def in_context(doc: SourceDocument, text: str, title_in_context: bool) -> str:
@@ -93,6 +97,7 @@ def prepare(work: DocumentWork, doc_concepts: list[ConceptMention], *, keep_text
         edges=[],
         concepts={},
         names=[{"id": RecordID("document_name", [name, doc_id]), "doc": doc_id, "access": access} for name in names],
+        replaced_chunks=work.replaced_chunks,
     )
     relations = work.relations or [[] for _ in work.chunks]
     for chunk, mentions, vector, context, found in zip(
