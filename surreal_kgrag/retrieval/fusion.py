@@ -24,9 +24,8 @@ class Hit(BaseModel):
 
     @classmethod
     def of(cls, row: Mapping[str, Any], channel: Channel) -> Hit:
+        """A query row's hit (the text, vector and concept channels; the graph walk makes its own)."""
         concepts = [ConceptMatch(id=str(c["id"].id), name=c["name"], score=float(c["score"])) for c in row.get("concepts") or []]
-        if channel == "graph":
-            concepts = [ConceptMatch(id=str(row["concept"].id), name=row["name"], score=float(row["score"]))]
         chunk = str(row["chunk"].id)
         return cls(
             doc=str(row["doc"].id) if "doc" in row else chunk_document_key(chunk),
@@ -34,7 +33,6 @@ class Hit(BaseModel):
             score=float(row["score"]),
             channel=channel,
             concepts=concepts,
-            via=str(row["seed"].id) if channel == "graph" else None,
         )
 
     def paths(self) -> list[ProvenancePath]:
