@@ -121,7 +121,7 @@ def main() -> None:
             def sample() -> None:
                 while not done.wait(5):
                     try:
-                        chunks = int(store.query("count_chunks", {"filtered": False}, filter=NO_FILTER)[-1] or 0)
+                        chunks = int(store.query("count_chunks", {"filtered": False}, filter=NO_FILTER)[-1]["store"] or 0)
                     except QueryExecutionError:  # no schema yet: the ingest creates it
                         chunks = 0
                     samples.append((time.perf_counter() - started, rss_mb(), chunks))

@@ -15,7 +15,7 @@ from surreal_kgrag.ingest.config import IngestConfig
 from surreal_kgrag.models import ChunkGraph, ConceptMention, LLMIngestStats, Relation, SourceDocument
 from surreal_kgrag.phrases import longest_matches, spans
 from surreal_kgrag.retrieval import Scope, make_retriever
-from surreal_kgrag.retrieval.graph import NAME_EDGES
+from surreal_kgrag.retrieval.graph import NAME_EDGES, RELATION_EDGES
 from surreal_kgrag.schema import CHUNK_LIST_MAX, SCHEMA_VERSION, ensure_schema
 from surreal_kgrag.surql import NO_FILTER
 
@@ -309,7 +309,7 @@ def test_hostile_titles_and_questions_are_data(minilm, hostile):
         for mode in ("graph", "concept"):
             result = make_retriever(mode, store, embedder=minilm).search(f"What is {hostile}?", k=2)
             assert {d.id for d in result.documents} == {"h", "o"}
-        assert store.query("count_chunks", {"filtered": False}, filter=NO_FILTER)[-1] >= 2
+        assert store.query("count_chunks", {"filtered": False}, filter=NO_FILTER)[-1]["store"] >= 2
         titles = {row["title"] for row in store.query("get_document", {"ids": [RecordID("document", "h")]})[-1]}
         assert titles == {hostile}
 
@@ -477,9 +477,9 @@ def test_relates_to_edges_join_the_walk(minilm):
             summary = _ingest(store, minilm, _RelationExtractor(relate), _docs(rows))
             assert summary.failed == 0, summary.failures
             relations = store.query(
-                "tool_concept_relations", {"concept": RecordID("concept", "kestrel project"), "limit": 10, "scoped": False},
+                "tool_concept_relations", {"concept": RecordID("concept", "kestrel project"), "limit": 10, "max_edges": 10, "scoped": False},
                 scope=NO_FILTER,
-            )[-1]
+            )[-1]["relations"]
             assert [(r["subject"], r["type"], r["object"]) for r in relations] == (
                 [("kestrel project", "built_at", "hollins farm")] if relate else []
             )
@@ -487,3 +487,52 @@ def test_relates_to_edges_join_the_walk(minilm):
             ranked[relate] = [d.id for d in found]
     assert ranked[True][0] == ranked[False][0] == "kestrel"
     assert ranked[True][1] == "barn"  # the walk reaches the farm through the relation as well
+
+
+class _HubExtractor(_RelationExtractor):
+    """The glider's chunk names the glider and the Kestrel Project; another chunk names the project
+    and 100 sites, and relates the project to each of them."""
+
+    SITES = [f"site {i:03d}" for i in range(100)]
+
+    def _names(self, text: str) -> list[str]:
+        if "Glider" in text:
+            return ["hollins glider", "kestrel project"]
+        return ["kestrel project", *self.SITES] if "sites" in text else []
+
+    def extract_graph(self, texts):
+        chunks = [
+            ChunkGraph(
+                mentions=mentions,
+                relations=[Relation(subject="kestrel project", type="built_at", object=s) for s in self.SITES],
+            )
+            for mentions in self.extract(texts)
+        ]
+        return SimpleNamespace(chunks=chunks, ingest_stats=LLMIngestStats)
+
+
+@pytest.mark.parametrize("access", [None, ["public"]])
+def test_a_concepts_relations_are_read_up_to_a_bound(minilm, monkeypatch, access):
+    """A concept related to many others (a hub of the LLM layer) has only its first RELATION_EDGES
+    relations each way read into the subgraph (graph_subgraph.surql and its scoped twin): the walk
+    from the glider meets the Kestrel Project, related to 100 sites."""
+    rows = [
+        ("glider", "Hollins Glider", "The Hollins Glider was built by the Kestrel Project and flew twice."),
+        ("sites", "Sites", "The Kestrel Project tested at a hundred sites across the moor."),
+    ]
+    with SurrealStore("mem://") as store:
+        assert _ingest(store, minilm, _HubExtractor(relate=True), _docs(rows)).failed == 0
+        answers: list[dict] = []
+        query_many = store.query_many
+
+        def recorded(steps):
+            results = query_many(steps)
+            answers.extend(result[-1] for (name, _, _), result in zip(steps, results) if name.startswith("graph_subgraph"))
+            return results
+
+        monkeypatch.setattr(store, "query_many", recorded)
+        found = make_retriever("concept", store, embedder=minilm, access=access).search("How often did the Hollins Glider fly?", k=2)
+        assert found.documents[0].id == "glider"
+        relations = {tuple(pair) for answer in answers for pair in answer["relations"]}
+        assert len(relations) == RELATION_EDGES < len(_HubExtractor.SITES)
+        assert all(subject == "kestrel project" and site in _HubExtractor.SITES for subject, site in relations)

@@ -6,11 +6,16 @@ import datetime as dt
 import json
 
 import pytest
+from pydantic import ValidationError
+from surrealdb import RecordID
 
 from surreal_kgrag import Ingestor, SourceDocument, SurrealStore
 from surreal_kgrag.cli import main as cli_main
+from surreal_kgrag.extract import CallableConceptExtractor
 from surreal_kgrag.retrieval import make_retriever
+from surreal_kgrag.retrieval.config import HybridConfig
 from surreal_kgrag.retrieval.filters import FilterError, compile_filter
+from surreal_kgrag.retrieval.hybrid import MAX_QUESTION_CONCEPTS
 
 MODES = ["chunk", "concept", "hybrid", "graph"]
 
@@ -357,3 +362,30 @@ async def test_reranker_sees_the_pool_and_k_is_cut(store, minilm, retrievers, mo
     assert [d.id for d in result.documents] != [d.id for d in plain.documents] or result.rerank_ms > 0
     other = await retriever.asearch(QUESTION, k=3)
     assert [d.id for d in other.documents] == [d.id for d in result.documents]
+
+
+def test_a_long_question_walks_from_a_bounded_number_of_concepts(store, minilm, monkeypatch):
+    """Each concept a question names is a walk in search_hybrid.surql: a question naming hundreds
+    walks from the first MAX_QUESTION_CONCEPTS of them; an ordinary one from all it names."""
+    names = [f"name {i:03d}" for i in range(300)]
+    extractor = CallableConceptExtractor(lambda text: names if text.startswith("Long") else ["poland", "polonium"])
+    sent: list[list] = []
+    query_many = store.query_many
+
+    def recorded(steps):
+        sent.extend(params["concept_ids"] for name, params, _ in steps if name == "search_hybrid")
+        return query_many(steps)
+
+    monkeypatch.setattr(store, "query_many", recorded)
+    retriever = make_retriever("hybrid", store, embedder=minilm, extractor=extractor)
+    retriever.search("Long question " + "word " * 1000, k=3)
+    assert sent and all(ids == [RecordID("concept", n) for n in names[:MAX_QUESTION_CONCEPTS]] for ids in sent)
+    sent.clear()
+    retriever.search("Is Polonium named after Poland?", k=3)
+    assert sent and all(ids == [RecordID("concept", "poland"), RecordID("concept", "polonium")] for ids in sent)
+
+
+@pytest.mark.parametrize("option", ["concept_max_chunks", "text_max_matches", "chunks_per_document"])
+def test_hybrid_limits_have_upper_bounds(option):
+    with pytest.raises(ValidationError):
+        HybridConfig(**{option: 10**9})

@@ -32,6 +32,7 @@ from surreal_kgrag import (
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.cli import main as cli_main
 from surreal_kgrag.errors import KGRagError
+from surreal_kgrag.extract import CallableConceptExtractor
 from surreal_kgrag.tools import ToolDispatcher
 
 MODES = ["chunk", "concept", "hybrid", "graph"]
@@ -402,3 +403,67 @@ def test_scoped_search_is_thread_safe(build, oracle):
         thread.join()
     assert not errors
     assert all(results[i] == expected[q] for i, q in enumerate(questions))
+
+
+def _record_queries(monkeypatch, store):
+    """The names of the queries ``store`` runs from now on (every query goes through query_many)."""
+    names: list[str] = []
+    query_many = store.query_many
+
+    def recorded(steps):
+        names.extend(name for name, _, _ in steps)
+        return query_many(steps)
+
+    monkeypatch.setattr(store, "query_many", recorded)
+    return names
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "graph"])
+async def test_a_scoped_framework_retriever_reads_the_store_figures_once(monkeypatch, store, build, mode):
+    """The integrations narrow their core retriever on every call; the copies share what it read
+    (the schema version, the documents in the store, the chunk totals), so only the first search
+    asks for them."""
+    pytest.importorskip("langchain_surreal_kgrag", reason="install integrations/langchain (scripts/setup.sh does)")
+    pytest.importorskip("llama_index.retrievers.surreal_kgrag", reason="install integrations/llama_index (scripts/setup.sh does)")
+    from llama_index.retrievers.surreal_kgrag import SurrealKGRetriever as LlamaIndexRetriever
+
+    from langchain_surreal_kgrag import SurrealKGRetriever as LangChainRetriever
+
+    langchain = LangChainRetriever.from_retriever(build(mode), k=3, access=["public"], filters={"tenant": "x"})
+    llama_index = LlamaIndexRetriever.from_retriever(build(mode), similarity_top_k=3, access=["public"])
+    figures = {"schema_version", "count_documents", "count_chunks"}
+    for search, asearch in ((langchain.invoke, langchain.ainvoke), (llama_index.retrieve, llama_index.aretrieve)):
+        names = _record_queries(monkeypatch, store)
+        assert search("Marie Curie in Warsaw")
+        assert figures <= set(names), names
+        names.clear()
+        assert search("Where is polonium stored?") and await asearch("Pierre Curie in Paris")
+        assert names and not figures & set(names), names
+        monkeypatch.undo()
+
+
+def test_bm25_limits_a_small_tenants_words_by_the_store_wide_counts(minilm):
+    """A word's chunk count (``term.df``) is store-wide, so its limit is a share of the store's
+    chunks. Counted in the scope, a tenant holding 2 of 100 chunks got a limit of 1 chunk, and a
+    word another tenant also uses was dropped: "glacier" (2 chunks) here, after "moraine" (1)."""
+    no_concepts = CallableConceptExtractor(lambda text: [])
+    documents = [
+        SourceDocument(key="hut", text="The glacier retreated past the old hut.", source="hut.txt", access=["small"]),
+        SourceDocument(key="valley", text="The valley road is closed in winter.", source="valley.txt", access=["small"]),
+        SourceDocument(key="moraine", text="A glacier left this moraine.", source="moraine.txt", access=["big"]),
+    ] + [
+        SourceDocument(key=f"crane{i}", text=f"Harbour crane {i} lifted containers.", source=f"c{i}.txt", access=["big"])
+        for i in range(97)
+    ]
+    with SurrealStore("mem://") as s:
+        Ingestor(s, embedder=minilm, extractor=no_concepts, config=IngestConfig(metadata_concepts=())).ingest(documents)
+
+        def text_hits(**options):
+            retriever = make_retriever("hybrid", s, embedder=minilm, extractor=no_concepts, **options)
+            result = retriever.search("glacier moraine", k=10)
+            return {p.document_id for d in result.documents for p in d.provenance if p.channel == "text"}
+
+        assert text_hits() == {"hut", "moraine"}  # unscoped: 100 chunks, a limit of 2
+        assert text_hits(access=["small"]) == {"hut"}
+        assert text_hits(access=["big"]) == {"moraine"}
+        assert text_hits(access=["small"], text_max_df=0.01) == set()  # a limit of 1: "glacier" is left out

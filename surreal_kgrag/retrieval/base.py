@@ -121,7 +121,9 @@ class BaseRetriever:
 
     def narrowed(self, scope: Scope | None) -> BaseRetriever:
         """This retriever (same store, embedder, config, reranker and caches) reading within its
-        scope narrowed by ``scope``; itself when ``scope`` is None."""
+        scope narrowed by ``scope``; itself when ``scope`` is None. A shallow copy: what a retriever
+        caches lives in holders it shares with its copies (an ``LRU``), never in a plain field a
+        copy would start over with."""
         if scope is None or scope.unrestricted:
             return self
         clone = copy.copy(self)

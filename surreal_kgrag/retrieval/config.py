@@ -53,18 +53,19 @@ class HybridConfig(RetrieverConfig):
     fulltext: bool = Field(True, description="use the BM25 channel")
     text_max_df: float = Field(
         0.02, gt=0.0, le=1.0,
-        description="BM25 leaves out query words found in more than this share of the chunks (1.0 keeps all)",
+        description="BM25 leaves out query words found in more than this share of the store's chunks (1.0 keeps all)",
     )
     text_max_matches: int = Field(
-        600, ge=1,
-        description="BM25 takes words rarest first until their chunk counts add up to this: bounds its cost",
+        600, ge=1, le=10_000,
+        description="BM25 takes words rarest first until their chunk counts add up to this: bounds its cost (each "
+        "match costs about 40 microseconds)",
     )
     concept_max_chunks: int = Field(
-        1000, ge=1,
+        1000, ge=1, le=10_000,
         description="concept channel: a concept the question names that more chunks mention is left out (reading its "
         "edges costs about 8 microseconds each, and they grow with the store)",
     )
-    chunks_per_document: int = Field(3, ge=1, description="chunks kept per fused document")
+    chunks_per_document: int = Field(3, ge=1, le=100, description="chunks kept per fused document")
     document_per_name: int = Field(
         100, ge=2, le=10_000,
         description="document channel: a name this many documents or more carry is a hub, not matched (bounds each name's read)",

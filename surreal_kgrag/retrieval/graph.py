@@ -42,6 +42,9 @@ from .walk import Subgraph, WalkSettings, assemble, dense_reset, idf, personaliz
 #: (``graph_names_scoped.surql``): every edge of a name the walk may start from (``max_df`` is at
 #: most ``CHUNK_LIST_MAX``), the first ones of a hub.
 NAME_EDGES = 64
+#: How many of the LLM layer's relations (``RELATES_TO``) of each concept of the subgraph are read,
+#: each way (``graph_subgraph*.surql``, a literal LIMIT): a hub's relations grow with the store.
+RELATION_EDGES = 64
 
 
 class GraphRetriever(HybridRetriever):
@@ -62,12 +65,13 @@ class GraphRetriever(HybridRetriever):
     def _plan(self, request: Request) -> Plan[list[RetrievedDocument]]:
         config = self.config
         words, spans, periods = yield Compute(partial(self._question, request.query), ANALYZE)
-        chunk_total = yield from self._chunk_total(request)
+        totals = yield from self._chunk_total(request)
+        chunk_total = totals.scope
         candidates = self._candidates(request)
         pool = Pool(request, candidates)
         queries = [names_query(request, spans)]
         if words:
-            queries.append(self._text_query(request, words, chunk_total, candidates))
+            queries.append(self._text_query(request, words, totals, candidates))
         if self._uses_documents():
             queries.append((yield from self._name_lookup(request, spans, periods)))
         results = yield Concurrently(tuple(queries))
@@ -130,7 +134,7 @@ class GraphRetriever(HybridRetriever):
         assert pool.size is not None
         passages, size = documents.passages(pool.unread, config, pool.size)
         params |= passages
-        placeholders = self._knn_placeholders(request, size)
+        placeholders = {**self._knn_placeholders(request, size), "relation_edges": RELATION_EDGES}
         if lists and not request.filter.condition:
             params |= {"named": [RecordID("concept_chunks", name) for name in named], "text_chunks": [hit.chunk for hit in text]}
             return Query("graph_subgraph", params, placeholders)

@@ -9,7 +9,7 @@ import time
 from collections import defaultdict
 from collections.abc import Collection, Mapping
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from .. import phrases
 from ..db import SurrealStore, checked_int
@@ -24,6 +24,17 @@ from .plan import Call, Compute, Concurrently, Plan, Query
 from .results import ANALYZE, HYDRATE, RANK, Channel, RetrievedDocument
 
 _RECOUNT_SECONDS = 60.0
+#: Most concepts of one question the concept channel walks from (the first it names): each is a
+#: walk of up to ``concept_max_chunks`` edges, and a 10,000-character question names hundreds.
+MAX_QUESTION_CONCEPTS = 64
+
+
+class ChunkTotals(NamedTuple):
+    """Chunks in a search's scope (the N of its concept weights) and in the whole store (the N a
+    word's store-wide count in the ``term`` table is compared with)."""
+
+    scope: int
+    store: int
 
 
 class HybridRetriever(BaseRetriever):
@@ -37,26 +48,32 @@ class HybridRetriever(BaseRetriever):
     embeds_beside = True
     config_class: ClassVar[type[RetrieverConfig]] = HybridConfig
     config: HybridConfig
-    _schema = 0  # the store's schema version as last read (it only goes up)
 
     def __init__(self, store: SurrealStore, *, extractor: Any = None, **kwargs: Any) -> None:
         super().__init__(store, **kwargs)
+        # What is read once or now and then lives in holders, never in plain fields: a narrowed
+        # retriever is a shallow copy (BaseRetriever.narrowed) and shares them with its original.
         self._extractor_spec = extractor
-        self._extractor: Any = None
         self._extractor_lock = threading.Lock()
         self._query_concepts = LRU()
-        # Chunks in each scope searched (the N of the concept weights): (count, when counted).
+        # Chunks in each scope searched, and in the store: (ChunkTotals, when counted).
         self._chunk_totals = LRU(64)
-        self._document_total: tuple[int, float] | None = None  # documents in the store, when counted
+        # "extractor": the question's extractor, once loaded; "schema": the store's schema version as
+        # last read (it only goes up); "documents": (documents in the store, when counted).
+        self._loaded = LRU(8)
 
     def _concepts(self, query: str) -> list[str]:
         with self._extractor_lock:  # loading spaCy takes seconds: once, whatever the threads
-            if self._extractor is None:
+            extractor = self._loaded.lookup("extractor")
+            if extractor is None:
                 from ..extract import resolve_extractor
 
-                self._extractor = resolve_extractor(self._extractor_spec)
-        mentions = self._extractor.extract([query])[0]
-        return self._query_concepts.remember(query, sorted({m.name for m in mentions}))
+                extractor = self._loaded.remember("extractor", resolve_extractor(self._extractor_spec))
+        mentions = extractor.extract([query])[0]
+        # A long question names many concepts, each a walk in search_hybrid.surql: the first
+        # MAX_QUESTION_CONCEPTS it names are kept (every one of any ordinary question).
+        names = list(dict.fromkeys(m.name for m in mentions))[:MAX_QUESTION_CONCEPTS]
+        return self._query_concepts.remember(query, sorted(names))
 
     def forget(self, query: str) -> None:
         super().forget(query)
@@ -68,25 +85,25 @@ class HybridRetriever(BaseRetriever):
             cached = yield Call(partial(self._concepts, request.query), None, ANALYZE)
         request.concepts = cached
 
-    def _chunk_total(self, request: Request) -> Plan[int]:
-        """Chunks in the request's scope, counted again now and then as the store grows."""
+    def _chunk_total(self, request: Request) -> Plan[ChunkTotals]:
+        """Chunks in the request's scope and in the store, counted again now and then as the store grows."""
         key = request.scope.key()
         cached = self._chunk_totals.lookup(key)
         if cached is not None and time.monotonic() - cached[1] <= _RECOUNT_SECONDS:
-            return int(cached[0])
+            return cached[0]
         scope = request.scope.compile()
         counted = (yield Query("count_chunks", {"filtered": bool(scope.condition), **scope.params}, {"filter": scope}))[-1]
-        total = max(int(counted or 0), 1)
-        self._chunk_totals.remember(key, (total, time.monotonic()))
-        return total
+        totals = ChunkTotals(max(int(counted["scope"] or 0), 1), max(int(counted["store"] or 0), 1))
+        self._chunk_totals.remember(key, (totals, time.monotonic()))
+        return totals
 
     def _documents_in_store(self) -> Plan[int]:
         """Documents in the store (the N of a document name's rarity), counted again now and then."""
-        cached = self._document_total
+        cached = self._loaded.lookup("documents")
         if cached is not None and time.monotonic() - cached[1] <= _RECOUNT_SECONDS:
-            return cached[0]
+            return int(cached[0])
         total = max(int((yield Query("count_documents"))[-1] or 0), 1)
-        self._document_total = (total, time.monotonic())
+        self._loaded.remember("documents", (total, time.monotonic()))
         return total
 
     def _uses_documents(self) -> bool:
@@ -96,10 +113,11 @@ class HybridRetriever(BaseRetriever):
         """Whether the store is at schema ``version`` or later. A store written by an older version
         is read the old way, and asked again, until an ingest or ``ensure_schema`` brings it up to
         date; once it is, it is not asked again."""
-        if self._schema < version:
+        schema = self._loaded.lookup("schema") or 0
+        if schema < version:
             found = (yield Query("schema_version"))[-1]
-            self._schema = found if isinstance(found, int) else 0
-        return self._schema >= version
+            schema = self._loaded.remember("schema", found if isinstance(found, int) else 0)
+        return schema >= version
 
     def _name_lookup(self, request: Request, spans: list[phrases.Span], periods: list[str]) -> Plan[Query]:
         """The query of the documents the question names (``document_names.surql``)."""
@@ -127,11 +145,11 @@ class HybridRetriever(BaseRetriever):
         read first (together, once); the named documents' passages then come with the first KNN
         pool, which grows while the channels together find fewer documents than the request wants
         and the pool came back full."""
-        chunk_total = yield from self._chunk_total(request)
+        totals = yield from self._chunk_total(request)
         candidates = self._candidates(request)
         pool = Pool(request, candidates, threshold=self.config.threshold)
         words, spans, periods = yield Compute(partial(self._question, request.query), ANALYZE)
-        early = [self._text_query(request, words, chunk_total, candidates)] if words else []
+        early = [self._text_query(request, words, totals, candidates)] if words else []
         if self._uses_documents():
             early.append((yield from self._name_lookup(request, spans, periods)))
         results = (yield Concurrently(tuple(early))) if early else []
@@ -141,7 +159,7 @@ class HybridRetriever(BaseRetriever):
         yield from self.embedded(request)  # the queries before need no vector: they ran while it was computed
         channels: dict[str, list[Hit]] = {}
         while pool.size is not None:
-            out = (yield self._knn_query(request, chunk_total, pool))[-1]
+            out = (yield self._knn_query(request, totals.scope, pool))[-1]
             if not pool.read(out, out["fetched"]):
                 continue
             channels = yield Compute(partial(_channel_hits, out, text, named, pool.passages, self.config.chunks_per_document), RANK)
@@ -173,10 +191,11 @@ class HybridRetriever(BaseRetriever):
         }
         return Query("search_hybrid", params, self._knn_placeholders(request, size))
 
-    def _text_query(self, request: Request, words: list[str], chunk_total: int, candidates: int) -> Query:
+    def _text_query(self, request: Request, words: list[str], totals: ChunkTotals, candidates: int) -> Query:
         params = {
             "words": words,
-            "max_df": math.ceil(self.config.text_max_df * chunk_total),
+            # a word's count (the `term` table) is store-wide, so its limit is a share of the store's chunks
+            "max_df": math.ceil(self.config.text_max_df * totals.store),
             "max_matches": self.config.text_max_matches,
             "filtered": bool(request.filter.condition),
             **request.filter.params,

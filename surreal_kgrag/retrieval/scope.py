@@ -2,11 +2,23 @@
 
 A :class:`Scope` is a caller's access labels and a default filter. Every query that reads documents,
 chunks, chunk texts, concepts or their edges evaluates the scope's condition inside the query, so
-nothing outside it is ever returned, counted or ranked on: search modes, hydration, graph expansion,
-the agent tools, not-found suggestions and the store-reading rerankers. One store-wide figure is used
-as is: how many chunks mention a concept (``concept_chunks``), which sets a concept's rarity weight in
-the graph walk and whether the walk treats it as a hub; the edges walked are scoped. A reader signed
-in with database-enforced tenancy cannot read those counts and counts the edges it may see instead.
+nothing outside it is ever returned: search modes, hydration, graph expansion, the agent tools,
+not-found suggestions and the store-reading rerankers. Search counts inside the scope where it counts
+itself (the chunks of the scope, the N of the concept weights; the concepts' chunks in hybrid search;
+the edges the walk reads), but these figures are store-wide, counted over every tenant:
+
+- how many chunks a word occurs in (``term.df``), and the store's chunk total it is compared with:
+  which question words BM25 searches (``text_max_df``, ``text_max_matches``);
+- BM25 scores (SurrealDB's full-text index keeps corpus-wide statistics);
+- how many chunks mention a concept (``concept_chunks``): a concept's rarity in the graph walk (for
+  a hub, whose edges are not all read) and in the weight of a name the question contains, whether the
+  walk treats it as a hub, and whether hybrid search skips it (``concept_max_chunks``);
+- how many documents carry a name (``document_name_count``), and the documents in the store: a
+  document name's rarity and whether it is a hub (``document_per_name``).
+
+They set only which of the caller's own rows rank where; no text, name or count from outside the
+scope is returned. A reader signed in with database-enforced tenancy cannot read the word and
+concept counts and counts what it may see instead.
 
 Rules:
 
