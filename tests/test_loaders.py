@@ -17,6 +17,7 @@ import pypdf
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
 from surreal_kgrag import Ingestor, SurrealStore
 from surreal_kgrag.errors import ConfigurationError, LoaderError
@@ -632,6 +633,137 @@ def test_a_file_over_the_size_cap_is_reported_and_not_read(tmp_path: Path) -> No
     reason = failure(path, max_file_bytes=4_000).reason
     assert "5,000 bytes" in reason and "max_file_bytes=4,000" in reason
     assert doc(path, max_file_bytes=5_000).text.startswith("word")
+
+
+def text_pdf(path: Path, pages: list[str]) -> Path:
+    """A PDF with one page of Helvetica text (lines split at "\\n") per string, its content
+    streams Flate-compressed as real PDFs' are."""
+    writer = pypdf.PdfWriter()
+    font = writer._add_object(
+        DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+                          NameObject("/BaseFont"): NameObject("/Helvetica")})
+    )
+    for text in pages:
+        page = writer.add_blank_page(612, 792)
+        page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
+        stream = DecodedStreamObject()
+        stream.set_data(("BT /F1 12 Tf 72 720 Td " + "".join(f"({line}) Tj 0 -14 Td " for line in text.split("\n")) + "ET").encode())
+        page[NameObject("/Contents")] = writer._add_object(stream.flate_encode())
+    writer.write(path)
+    return path
+
+
+def test_inputs_over_each_cap_are_reported_by_name_and_the_rest_of_the_batch_loads(tmp_path: Path) -> None:
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("Lisbon lies on the river Tagus.", encoding="utf-8")
+    (folder / "guide.md").write_text("# Harbours\n\nPorto lies on the Douro.", encoding="utf-8")
+    big = folder / "dump.json"
+    big.write_text(json.dumps([{"id": str(i), "text": f"Record {i} about ships."} for i in range(2_000)]), encoding="utf-8")
+    lines = [json.dumps({"id": "a", "text": "short"}), json.dumps({"id": "b", "text": "x" * 5_000}), json.dumps({"id": "c", "text": "after"})]
+    (folder / "records.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    text_pdf(folder / "report.pdf", [f"Report page {n}: {n * 7} ships entered the harbour of {city}." for n, city in enumerate(["Lisbon", "Porto"], 1)])
+    knots = ["bowline", "clove hitch", "reef knot", "sheet bend", "figure eight", "half hitch", "cleat hitch"]
+    long = text_pdf(folder / "manual.pdf", [f"The {knot} ties a line to a post." for knot in knots])
+    shown = {p.name: p.resolve().as_posix() for p in folder.iterdir()}
+    assert big.stat().st_size > 40_000
+    docs, failures = split(list(iter_sources([folder], max_file_bytes=40_000, max_line_bytes=1_000, max_pdf_pages=5)))
+    assert sorted(Path(d.source).name for d in docs) == ["guide.md", "notes.txt", "records.jsonl:1", "records.jsonl:3", "report.pdf"]
+    assert sorted((Path(f.source).name, f.line) for f in failures) == [("dump.json", None), ("manual.pdf", None), ("records.jsonl", 2)]
+    by_name = {Path(f.source).name: f for f in failures}
+    assert by_name["dump.json"].source == shown["dump.json"]
+    assert f"{big.stat().st_size:,} bytes" in by_name["dump.json"].reason and "max_file_bytes=40,000" in by_name["dump.json"].reason
+    assert by_name["records.jsonl"].reason.startswith(f"line has {len(lines[1]):,} bytes, more than max_line_bytes=1,000")
+    assert by_name["manual.pdf"].source == long.resolve().as_posix()
+    assert "7 pages, more than max_pdf_pages=5" in by_name["manual.pdf"].reason
+    assert all("raise max_" in f.reason for f in failures)
+    # With the caps raised, every file loads whole.
+    docs, failures = split(list(iter_sources([folder], max_file_bytes=200_000, max_line_bytes=10_000, max_pdf_pages=7)))
+    assert failures == [] and len(docs) == 2 + 2_000 + 3 + 2
+
+
+def test_a_pdf_over_the_page_cap_is_refused_before_any_text_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import surreal_kgrag.loaders.pdf as pdf_loader
+
+    ports = ["Lisbon", "Porto", "Cadiz", "Genoa", "Naples", "Venice", "Marseille", "Bristol", "Antwerp", "Bergen", "Riga", "Danzig"]
+    path = text_pdf(tmp_path / "book.pdf", [f"The voyage to {port} took many weeks." for port in ports])
+    assert len(doc(path).layout.pages) == 12  # type: ignore[union-attr]
+
+    def no_text(*args: Any) -> None:
+        raise AssertionError("page text read")
+
+    monkeypatch.setattr(pdf_loader, "_page_lines", no_text)
+    f = failure(path, max_pdf_pages=10)
+    assert f.source == path.resolve().as_posix()
+    assert f.reason == "PDF has 12 pages, more than max_pdf_pages=10; not read (raise max_pdf_pages to load it)"
+
+
+def test_a_small_compressed_pdf_whose_text_expands_past_max_pdf_chars_is_refused(tmp_path: Path) -> None:
+    line = "All work and no play makes a dull ledger."
+    path = text_pdf(tmp_path / "bomb.pdf", ["A short first page.", "\n".join([line] * 5_000)])
+    assert path.stat().st_size < 4_000  # 200,000 characters of text compress to a few KB
+    f = failure(path, max_pdf_chars=100_000)
+    assert f.source == path.resolve().as_posix()
+    assert "more than max_pdf_chars=100,000 characters of text (passed at page 2 of 2)" in f.reason
+    assert "raise max_pdf_chars" in f.reason
+    assert len(doc(path, max_pdf_chars=300_000).text) > 200_000
+
+
+def test_a_jsonl_line_over_max_line_bytes_is_skipped_unheld_and_the_next_lines_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import surreal_kgrag.loaders.records as records
+
+    monkeypatch.setattr(records, "_SKIP_BLOCK", 100)  # the long lines are skipped over many reads
+    long = json.dumps({"id": "long", "text": "y" * 3_000})
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(
+        b"\n".join([json.dumps({"id": "a", "text": "one"}).encode(), long.encode(), b"", json.dumps({"id": "b", "text": "two"}).encode(), long.encode()])
+    )  # the last long line has no line end
+    results = list(load_path(path, max_line_bytes=1_000))
+    assert [(r.key if isinstance(r, SourceDocument) else r.line) for r in results] == ["a", 2, "b", 5]
+    assert all(f.reason.startswith(f"line has {len(long):,} bytes, more than max_line_bytes=1,000") for f in results if isinstance(f, LoadFailure))
+    # A line of exactly the cap is read, with or without its line end.
+    exact = json.dumps({"id": "x", "text": "z" * 100})
+    path.write_text(exact + "\n" + exact.replace('"x"', '"w"'), encoding="utf-8")
+    assert [d.key for d in load_path(path, max_line_bytes=len(exact))] == ["x", "w"]
+
+
+def test_a_fifo_named_like_a_document_is_reported_not_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)  # reading it would wait for a writer forever; /dev/zero would never end
+    (tmp_path / "notes.txt").write_text("Lisbon lies on the river Tagus.", encoding="utf-8")
+    docs, failures = split(list(iter_sources([fifo, tmp_path / "notes.txt"])))
+    assert [Path(d.source).name for d in docs] == ["notes.txt"]
+    assert [(Path(f.source).name, f.reason) for f in failures] == [("pipe.txt", "not a regular file (a device, FIFO or socket); not read")]
+
+
+def test_a_text_file_that_grows_past_the_size_cap_while_it_is_read_is_a_failure(tmp_path: Path) -> None:
+    path = tmp_path / "live.log"
+    path.write_text("A line the server wrote.\n" * 400, encoding="utf-8")
+    results = load_path(path, part_chars=2_000, max_file_bytes=20_000)
+    first = next(results)  # the first reading checked the file; the second one has begun
+    with path.open("a", encoding="utf-8") as log:
+        log.write("Another line.\n" * 5_000)
+    rest = list(results)
+    assert isinstance(first, SourceDocument) and isinstance(rest[-1], LoadFailure)
+    assert "grew past max_file_bytes=20,000 while it was read" in rest[-1].reason
+
+
+def test_a_file_that_grew_since_its_size_was_checked_is_read_up_to_the_cap() -> None:
+    from surreal_kgrag.loaders.files import _read_at_most
+
+    assert _read_at_most(io.BytesIO(b"x" * 50), 10, 100) == b"x" * 50  # grew, within the cap: read whole
+    assert _read_at_most(io.BytesIO(b"x" * 200), 10, 100) is None
+    assert _read_at_most(io.BytesIO(b"x" * 10), 10, 100) == b"x" * 10
+
+
+def test_loader_caps_are_bounded() -> None:
+    for bad in ({"max_pdf_pages": 0}, {"max_file_bytes": 2 << 40}, {"max_line_bytes": 0}, {"max_pdf_chars": 10}):
+        with pytest.raises(ConfigurationError, match=next(iter(bad))):
+            list(iter_sources([DOCS], **bad))
+    # The highest caps read small files as usual (nothing is allocated up to the cap).
+    highest = {"max_file_bytes": 1 << 40, "max_line_bytes": 1 << 32, "max_pdf_pages": 1_000_000, "max_pdf_chars": 1 << 31}
+    assert doc(DOCS / "notes.txt", **highest).text and doc(DATA / "sample.pdf", **highest).text
+    assert split(list(load_path(DATA / "records.jsonl", **highest)))[0]
 
 
 def test_a_long_text_file_is_read_in_parts_that_add_up_to_the_file(tmp_path: Path) -> None:

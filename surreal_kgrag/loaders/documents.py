@@ -11,7 +11,18 @@ from typing import Any
 from ..errors import LoaderError
 from ..models import LoadFailure, SourceDocument
 from .files import load_entry
-from .options import LoaderOptions, Result, access_list, guarded, loader_options, sha16
+from .options import (
+    MAX_FILE_BYTES,
+    MAX_LINE_BYTES,
+    MAX_PDF_CHARS,
+    MAX_PDF_PAGES,
+    LoaderOptions,
+    Result,
+    access_list,
+    guarded,
+    loader_options,
+    sha16,
+)
 
 
 def iter_sources(
@@ -23,18 +34,39 @@ def iter_sources(
     id_field: str = "id",
     access_field: str = "access",
     follow_symlinks: bool = False,
-    max_file_bytes: int = 1 << 30,
+    max_file_bytes: int = MAX_FILE_BYTES,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_pdf_pages: int = MAX_PDF_PAGES,
+    max_pdf_chars: int = MAX_PDF_CHARS,
     part_chars: int = 1_000_000,
 ) -> Iterator[SourceDocument | LoadFailure]:
     """Yield a document or a failure for everything in ``inputs``; never raises for a bad input.
 
     Strings and path-likes are paths (files or folders); ``SourceDocument`` objects pass through;
     LangChain and LlamaIndex documents are converted. Inside a folder, a symlink whose target lies
-    outside the folder is reported and skipped unless ``follow_symlinks``; a file larger than
-    ``max_file_bytes`` is reported and skipped unread; a text file longer than ``part_chars``
-    characters is read a part at a time, each part a document keyed ``<path>#part-00001``, ...
+    outside the folder is reported and skipped unless ``follow_symlinks``; a text file longer than
+    ``part_chars`` characters is read a part at a time, each part a document keyed
+    ``<path>#part-00001``, ...
+
+    Caps on what one input may cost, each reported as that input's failure (the rest load): a file
+    larger than ``max_file_bytes`` (256 MiB) is skipped unread; a JSON Lines line longer than
+    ``max_line_bytes`` (64 MiB) is skipped; a PDF with more than ``max_pdf_pages`` pages (5,000) is
+    skipped before its text is read, and one whose text grows past ``max_pdf_chars`` characters
+    (20,000,000) is skipped once it does.
     """
-    options = loader_options(glob, text_field, title_field, id_field, access_field, follow_symlinks, max_file_bytes, part_chars)
+    options = loader_options(
+        glob=glob,
+        text_field=text_field,
+        title_field=title_field,
+        id_field=id_field,
+        access_field=access_field,
+        follow_symlinks=follow_symlinks,
+        max_file_bytes=max_file_bytes,
+        max_line_bytes=max_line_bytes,
+        max_pdf_pages=max_pdf_pages,
+        max_pdf_chars=max_pdf_chars,
+        part_chars=part_chars,
+    )
     # A lone path is a common slip; iterating it would walk its characters.
     if isinstance(inputs, (str, os.PathLike, SourceDocument)):
         inputs = [inputs]
@@ -51,11 +83,26 @@ def load_path(
     id_field: str = "id",
     access_field: str = "access",
     follow_symlinks: bool = False,
-    max_file_bytes: int = 1 << 30,
+    max_file_bytes: int = MAX_FILE_BYTES,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_pdf_pages: int = MAX_PDF_PAGES,
+    max_pdf_chars: int = MAX_PDF_CHARS,
     part_chars: int = 1_000_000,
 ) -> Iterator[SourceDocument | LoadFailure]:
     """Load one file or folder; see :func:`iter_sources`."""
-    options = loader_options(glob, text_field, title_field, id_field, access_field, follow_symlinks, max_file_bytes, part_chars)
+    options = loader_options(
+        glob=glob,
+        text_field=text_field,
+        title_field=title_field,
+        id_field=id_field,
+        access_field=access_field,
+        follow_symlinks=follow_symlinks,
+        max_file_bytes=max_file_bytes,
+        max_line_bytes=max_line_bytes,
+        max_pdf_pages=max_pdf_pages,
+        max_pdf_chars=max_pdf_chars,
+        part_chars=part_chars,
+    )
     yield from load_entry(path, options)
 
 

@@ -9,11 +9,12 @@ import stat
 from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import BinaryIO
 
 from ..errors import LoaderError
 from ..models import LoadFailure, SourceDocument
 from .formats import html_document, markdown_title, text_document
-from .options import PLAIN_TYPES, SUPPORTED_SUFFIXES, LoaderOptions, Result, guarded
+from .options import PLAIN_TYPES, SUPPORTED_SUFFIXES, LoaderOptions, Result, grew_past, guarded
 from .pdf import pdf_document
 from .records import json_documents, jsonl_documents
 
@@ -106,7 +107,7 @@ def _read_file(path: Path, options: LoaderOptions) -> Result:
     shown = path.absolute().as_posix()
     suffix = path.suffix.lower()
     try:
-        size = path.stat().st_size
+        info = path.stat()
         resolved = path.resolve().as_posix()
     except OSError as exc:
         yield LoadFailure(source=shown, reason=f"cannot read file: {_os_reason(exc)}")
@@ -114,28 +115,39 @@ def _read_file(path: Path, options: LoaderOptions) -> Result:
     except RuntimeError as exc:  # Path.resolve() on Python < 3.13 reports symlink loops this way
         yield LoadFailure(source=shown, reason=f"cannot resolve path: {exc}")
         return
+    size, limit = info.st_size, options.max_file_bytes
+    if stat.S_ISDIR(info.st_mode):
+        yield LoadFailure(source=shown, reason="is a directory, not a file")
+        return
+    if not stat.S_ISREG(info.st_mode):  # a device or FIFO has no size to check, and may never end
+        yield LoadFailure(source=resolved, reason="not a regular file (a device, FIFO or socket); not read")
+        return
+    if size > limit:
+        yield LoadFailure(
+            source=resolved,
+            reason=f"file has {size:,} bytes, more than max_file_bytes={limit:,}; not read (raise max_file_bytes to load it)",
+        )
+        return
     try:
-        if size > options.max_file_bytes:
-            yield LoadFailure(
-                source=resolved,
-                reason=f"file has {size:,} bytes, more than max_file_bytes={options.max_file_bytes:,}; not read",
-            )
-            return
         if suffix in (".jsonl", ".ndjson"):
             yield from jsonl_documents(path, resolved, options)
             return
         if SUPPORTED_SUFFIXES[suffix] in PLAIN_TYPES and size > options.part_chars:
-            yield from _load_text_parts(path, resolved, options.part_chars)
+            yield from _load_text_parts(path, resolved, options.part_chars, limit)
             return
-        data = path.read_bytes()
+        with path.open("rb") as stream:
+            data = _read_at_most(stream, size, limit)
     except IsADirectoryError:
         yield LoadFailure(source=shown, reason="is a directory, not a file")
         return
     except OSError as exc:
         yield LoadFailure(source=shown, reason=f"cannot read file: {_os_reason(exc)}")
         return
+    if data is None:
+        yield LoadFailure(source=resolved, reason=grew_past(limit))
+        return
     if suffix == ".pdf":
-        yield pdf_document(path, data, resolved)
+        yield pdf_document(path, data, resolved, max_pages=options.max_pdf_pages, max_chars=options.max_pdf_chars)
         return
     try:
         text = _decode(data)
@@ -148,6 +160,19 @@ def _read_file(path: Path, options: LoaderOptions) -> Result:
         yield html_document(path, text, resolved)
     else:
         yield text_document(path, text, resolved, SUPPORTED_SUFFIXES[suffix])
+
+
+def _read_at_most(stream: BinaryIO, size: int, limit: int) -> bytes | None:
+    """The whole file, ``size`` bytes when it is as its stat said; None when it grew past ``limit``
+    since. (``read(limit + 1)`` would allocate the limit up front, whatever the file's size.)"""
+    data = stream.read(size + 1)
+    if len(data) <= size:
+        return data
+    blocks, total = [data], len(data)
+    while total <= limit and (block := stream.read(_READ_BLOCK)):
+        blocks.append(block)
+        total += len(block)
+    return None if total > limit else b"".join(blocks)
 
 
 def _decode(data: bytes) -> str:
@@ -169,14 +194,14 @@ def _os_reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-_READ_BLOCK = 1 << 20  # characters decoded at a time from a text file read in parts
+_READ_BLOCK = 1 << 20  # bytes read at a time from a text file read in parts or one that grew
 
 
-def _load_text_parts(path: Path, resolved: str, part_chars: int) -> Result:
+def _load_text_parts(path: Path, resolved: str, part_chars: int, max_bytes: int) -> Result:
     """A long text file, read twice a block at a time: once to check and count its parts, once to
     yield them. Each part is a document of its own, so memory stays bounded by ``part_chars``."""
     try:
-        total = sum(1 for _ in _text_parts(path, part_chars))
+        total = sum(1 for _ in _text_parts(path, part_chars, max_bytes))
     except LoaderError as exc:
         yield LoadFailure(source=resolved, reason=str(exc))
         return
@@ -186,7 +211,7 @@ def _load_text_parts(path: Path, resolved: str, part_chars: int) -> Result:
     content_type = SUPPORTED_SUFFIXES[path.suffix.lower()]
     title: str | None = None
     try:
-        for number, text in enumerate(_text_parts(path, part_chars), start=1):
+        for number, text in enumerate(_text_parts(path, part_chars, max_bytes), start=1):
             if title is None:
                 title = (markdown_title(text) if content_type == "text/markdown" else None) or path.stem
             yield SourceDocument(
@@ -201,9 +226,10 @@ def _load_text_parts(path: Path, resolved: str, part_chars: int) -> Result:
         yield LoadFailure(source=resolved, reason=f"the file changed while it was read: {exc}")
 
 
-def _text_parts(path: Path, part_chars: int) -> Iterator[str]:
+def _text_parts(path: Path, part_chars: int, max_bytes: int) -> Iterator[str]:
     """The non-blank parts of a UTF-8 text file, each at most ``part_chars`` characters, cut at a
-    blank line, else a line end, else a sentence end, else a space, as late as possible."""
+    blank line, else a line end, else a sentence end, else a space, as late as possible; a file
+    that grows past ``max_bytes`` while it is read (a log being written) is an error."""
     decoder = codecs.getincrementaldecoder("utf-8-sig")()
     buffer = ""
     offset = 0
@@ -217,6 +243,8 @@ def _text_parts(path: Path, part_chars: int) -> Iterator[str]:
             except UnicodeDecodeError as exc:
                 raise LoaderError(f"not valid UTF-8 (bad byte at offset {offset + exc.start}); re-save the file as UTF-8") from None
             offset += len(data)
+            if offset > max_bytes:
+                raise LoaderError(grew_past(max_bytes))
             # Same newlines as text-mode open(); a "\r" at the end may be half of a "\r\n".
             held = "\r" if data and buffer.endswith("\r") else ""
             buffer = buffer[: len(buffer) - len(held)].replace("\r\n", "\n").replace("\r", "\n")

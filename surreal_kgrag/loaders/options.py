@@ -34,8 +34,18 @@ PLAIN_TYPES = frozenset({"text/plain", "text/markdown", "text/x-rst"})
 Result = Iterator[SourceDocument | LoadFailure]
 
 
+#: Default caps on what one input may cost (see :class:`LoaderOptions`).
+MAX_FILE_BYTES = 256 << 20
+MAX_LINE_BYTES = 64 << 20
+MAX_PDF_PAGES = 5_000
+MAX_PDF_CHARS = 20_000_000
+
+
 class LoaderOptions(BaseModel):
-    """How folders are walked and which JSON / JSON Lines fields hold what."""
+    """How folders are walked, which JSON / JSON Lines fields hold what, and what one input may cost.
+
+    An input past a cap is reported as that input's failure (naming the size found, the limit and
+    the option to raise) and skipped; the rest of the batch loads as usual."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -45,7 +55,28 @@ class LoaderOptions(BaseModel):
     id_field: str = Field(default="id", min_length=1)
     access_field: str = Field(default="access", min_length=1)
     follow_symlinks: bool = Field(default=False, description="read symlinks inside a folder whose target lies outside that folder")
-    max_file_bytes: int = Field(default=1 << 30, ge=1, description="larger files are reported and skipped unread")
+    max_file_bytes: int = Field(
+        default=MAX_FILE_BYTES,
+        ge=1,
+        le=1 << 40,
+        description="larger files are reported and skipped unread (JSON, HTML, PDF and short text files are read whole)",
+    )
+    max_line_bytes: int = Field(
+        default=MAX_LINE_BYTES,
+        ge=1,
+        le=1 << 32,
+        description="a longer JSON Lines line is reported and skipped without being held; the file's other lines load",
+    )
+    max_pdf_pages: int = Field(
+        default=MAX_PDF_PAGES, ge=1, le=1_000_000, description="a PDF with more pages is reported and skipped before any text is read"
+    )
+    max_pdf_chars: int = Field(
+        default=MAX_PDF_CHARS,
+        ge=1_000,
+        le=1 << 31,
+        description="a PDF whose text is longer (compressed text can expand far beyond the file's size) is reported and skipped, "
+        "checked a page at a time before the page's text is copied out",
+    )
     part_chars: int = Field(
         default=1_000_000,
         ge=1_000,
@@ -53,29 +84,16 @@ class LoaderOptions(BaseModel):
     )
 
 
-def loader_options(
-    glob: str,
-    text_field: str,
-    title_field: str,
-    id_field: str,
-    access_field: str,
-    follow_symlinks: bool,
-    max_file_bytes: int,
-    part_chars: int,
-) -> LoaderOptions:
+def loader_options(**values: Any) -> LoaderOptions:
     try:
-        return LoaderOptions(
-            glob=glob,
-            text_field=text_field,
-            title_field=title_field,
-            id_field=id_field,
-            access_field=access_field,
-            follow_symlinks=follow_symlinks,
-            max_file_bytes=max_file_bytes,
-            part_chars=part_chars,
-        )
+        return LoaderOptions(**values)
     except ValidationError as exc:
         raise ConfigurationError(f"invalid loader options: {exc}") from exc
+
+
+def grew_past(max_file_bytes: int) -> str:
+    """Why a file that passed the size check but grew while it was read is not loaded."""
+    return f"the file grew past max_file_bytes={max_file_bytes:,} while it was read; not loaded"
 
 
 def access_list(value: Any, name: str) -> list[str]:

@@ -26,6 +26,7 @@ from typing import Any
 from ..models import LoadFailure, SourceDocument
 from .layout import Line, assemble, figures_at_end, mark_numeric_tables, numbering_rank
 from .metadata import file_metadata, pdf_date, readable_title
+from .options import MAX_PDF_CHARS, MAX_PDF_PAGES
 
 _LOCK = threading.Lock()  # pdfium is not thread-safe
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ufffe\uffff]")
@@ -43,7 +44,12 @@ _PDF_FIELDS = {
 }
 
 
-def pdf_document(path: Path, data: bytes, resolved: str) -> SourceDocument | LoadFailure:
+def pdf_document(
+    path: Path, data: bytes, resolved: str, *, max_pages: int = MAX_PDF_PAGES, max_chars: int = MAX_PDF_CHARS
+) -> SourceDocument | LoadFailure:
+    """The PDF's text, layout and metadata; a failure for a PDF of more than ``max_pages`` pages
+    (found before any text is read) or more than ``max_chars`` characters of text (a page's count is
+    checked before its text is copied out: compressed text can expand far beyond the file's size)."""
     try:
         import pypdfium2 as pdfium
     except ImportError as exc:
@@ -58,7 +64,15 @@ def pdf_document(path: Path, data: bytes, resolved: str) -> SourceDocument | Loa
                 return LoadFailure(source=resolved, reason="encrypted PDF needs a password; save a decrypted copy")
             return LoadFailure(source=resolved, reason=f"malformed PDF: pdfium: {exc}")
         try:
-            pages = [_page_lines(pdf, i) for i in range(len(pdf))]
+            if len(pdf) > max_pages:
+                return LoadFailure(
+                    source=resolved,
+                    reason=f"PDF has {len(pdf):,} pages, more than max_pdf_pages={max_pages:,}; not read "
+                    "(raise max_pdf_pages to load it)",
+                )
+            pages = _pages(pdf, max_chars)
+            if isinstance(pages, str):
+                return LoadFailure(source=resolved, reason=pages)
             info = pdf.get_metadata_dict(skip_empty=True)
             outline = [(item.level, item.get_title(), _page_index(item)) for item in pdf.get_toc()]
         except pdfium.PdfiumError as exc:
@@ -102,12 +116,34 @@ class _PageLine(Line):
     weight: int = -1
 
 
-def _page_lines(pdf: Any, index: int) -> list[_PageLine]:
+def _pages(pdf: Any, max_chars: int) -> list[list[_PageLine]] | str:
+    """Each page's lines, or why not: the text grew past ``max_chars`` characters."""
+    pages: list[list[_PageLine]] = []
+    room = max_chars
+    for index in range(len(pdf)):
+        read = _page_lines(pdf, index, room)
+        if read is None:
+            return (
+                f"PDF has more than max_pdf_chars={max_chars:,} characters of text (passed at page {index + 1:,} "
+                f"of {len(pdf):,}); not loaded (raise max_pdf_chars to load it)"
+            )
+        lines, chars = read
+        room -= chars
+        pages.append(lines)
+    return pages
+
+
+def _page_lines(pdf: Any, index: int, max_chars: int) -> tuple[list[_PageLine], int] | None:
+    """The page's lines and its count of characters; None when it has more than ``max_chars``
+    characters (counted by pdfium; the text is not copied out)."""
     import pypdfium2.raw as raw
 
     page = pdf[index]
     textpage = page.get_textpage()
     try:
+        chars = textpage.count_chars()
+        if chars > max_chars:
+            return None
         text = textpage.get_text_range()
         fonts = len(text) == textpage.count_chars()  # else offsets do not map to characters
         lines = []
@@ -119,7 +155,7 @@ def _page_lines(pdf: Any, index: int) -> list[_PageLine]:
             size = raw.FPDFText_GetFontSize(textpage, first) if fonts else 0.0
             weight = raw.FPDFText_GetFontWeight(textpage, first) if fonts else -1
             lines.append(_PageLine(line, index + 1, size=round(size * 2) / 2, weight=weight))
-        return lines
+        return lines, chars
     finally:
         textpage.close()
         page.close()

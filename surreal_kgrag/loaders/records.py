@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import datetime
 import json
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 from uuid import UUID
 
 from ..errors import LoaderError
 from ..models import LoadFailure, SourceDocument
-from .options import LoaderOptions, Result, access_list
+from .options import LoaderOptions, Result, access_list, grew_past
 
 #: How deep a value may nest (lists and objects inside each other): the engine refuses a request
 #: nested about 100 levels deep, and the pipeline walks values recursively.
@@ -71,28 +72,65 @@ _TOO_DEEP = "JSON nested too deeply to read (Python's parser stops near 1,000 le
 
 
 def jsonl_documents(file: Path, path: str, options: LoaderOptions) -> Result:
-    """One record per line, read a line at a time (memory does not grow with the file)."""
+    """One record per line, read a line at a time: memory is bounded by ``max_line_bytes``, not the
+    file; a longer line is reported and skipped unheld, and a file that grows past ``max_file_bytes``
+    while it is read stops there."""
     seen: dict[str, str] = {}
     empty = True
+    limit = options.max_line_bytes
     with file.open("rb") as stream:
-        # Lines end at b"\n" only: JSON strings may hold U+2028 and friends verbatim.
-        for number, raw in enumerate(stream, start=1):
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            if not raw.strip():
-                continue
-            empty = False
-            if b"\x00" in raw:
-                yield LoadFailure(source=path, line=number, reason="binary data (NUL bytes), not a JSON record")
-                continue
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield LoadFailure(source=path, line=number, reason=f"not valid UTF-8 (bad byte at column {exc.start + 1})")
-                continue
-            yield _jsonl_record(line, number, path, seen, options)
+        try:
+            for number, raw, size in _lines(stream, limit, options.max_file_bytes):
+                if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                if size <= limit and not raw.strip():
+                    continue
+                empty = False
+                if size > limit:
+                    reason = f"line has {size:,} bytes, more than max_line_bytes={limit:,}; skipped (raise max_line_bytes to load it)"
+                    yield LoadFailure(source=path, line=number, reason=reason)
+                else:
+                    yield _jsonl_line(raw, number, path, seen, options)
+        except LoaderError as exc:  # raised by _lines alone: the file grew while it was read
+            yield LoadFailure(source=path, reason=str(exc))
+            return
     if empty:
         yield LoadFailure(source=path, reason="empty file; nothing to index")
+
+
+def _jsonl_line(raw: bytes, number: int, path: str, seen: dict[str, str], options: LoaderOptions) -> SourceDocument | LoadFailure:
+    if b"\x00" in raw:
+        return LoadFailure(source=path, line=number, reason="binary data (NUL bytes), not a JSON record")
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return LoadFailure(source=path, line=number, reason=f"not valid UTF-8 (bad byte at column {exc.start + 1})")
+    return _jsonl_record(line, number, path, seen, options)
+
+
+def _lines(stream: BinaryIO, max_line: int, max_total: int) -> Iterator[tuple[int, bytes, int]]:
+    """``(number, line, size)`` for each line of ``stream``, ``size`` its length in bytes without the
+    line end; a line longer than ``max_line`` comes as ``b""``, its bytes read a block at a time and
+    dropped. Lines end at b"\n" only: JSON strings may hold U+2028 and friends verbatim. Raises
+    LoaderError once more than ``max_total`` bytes were read (the file grew while it was read)."""
+    total = 0
+    number = 0
+    while raw := stream.readline(max_line + 1):  # room for the line and its "\n"
+        number += 1
+        total += len(raw)
+        size = len(raw) - raw.endswith(b"\n")
+        if size > max_line:  # longer than the cap: skip the rest of it
+            while not raw.endswith(b"\n") and total <= max_total and (raw := stream.readline(_SKIP_BLOCK)):
+                total += len(raw)
+                size += len(raw) - raw.endswith(b"\n")
+            raw = b""
+        if total > max_total:
+            raise LoaderError(grew_past(max_total))
+        yield number, raw, size
+
+
+#: Bytes read at a time while skipping the rest of a line longer than ``max_line_bytes``.
+_SKIP_BLOCK = 1 << 20
 
 
 def _jsonl_record(line: str, number: int, path: str, seen: dict[str, str], options: LoaderOptions) -> SourceDocument | LoadFailure:
