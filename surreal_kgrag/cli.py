@@ -61,7 +61,15 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         ingestor = Ingestor(store, embedder=args.embedder, extractor=args.spacy_model, config=config)
         try:
-            summary = ingestor.ingest(args.paths, glob=args.glob, follow_symlinks=args.follow_symlinks)
+            summary = ingestor.ingest(
+                args.paths,
+                glob=args.glob,
+                follow_symlinks=args.follow_symlinks,
+                max_file_bytes=args.max_file_bytes,
+                max_line_bytes=args.max_line_bytes,
+                max_pdf_pages=args.max_pdf_pages,
+                max_pdf_chars=args.max_pdf_chars,
+            )
         except IngestInterrupted as interrupted:
             for failure in interrupted.summary.failures:
                 print(f"skipped {failure}", file=sys.stderr)
@@ -197,6 +205,38 @@ def cmd_answer(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_loader_caps(ingest: argparse.ArgumentParser) -> None:
+    """What one input may cost (LoaderOptions); an input past a cap is reported and skipped."""
+    from .loaders.options import MAX_FILE_BYTES, MAX_LINE_BYTES, MAX_PDF_CHARS, MAX_PDF_PAGES
+
+    ingest.add_argument(
+        "--max-file-bytes", type=_byte_size, default=MAX_FILE_BYTES, metavar="SIZE",
+        help=f"larger files are skipped unread; bytes, or with K, M or G (default: {MAX_FILE_BYTES >> 20}M)",
+    )
+    ingest.add_argument(
+        "--max-line-bytes", type=_byte_size, default=MAX_LINE_BYTES, metavar="SIZE",
+        help=f"longer JSON Lines lines are skipped (default: {MAX_LINE_BYTES >> 20}M)",
+    )
+    ingest.add_argument(
+        "--max-pdf-pages", type=int, default=MAX_PDF_PAGES, metavar="N",
+        help=f"PDFs with more pages are skipped before their text is read (default: {MAX_PDF_PAGES:,})",
+    )
+    ingest.add_argument(
+        "--max-pdf-chars", type=int, default=MAX_PDF_CHARS, metavar="N",
+        help=f"PDFs with more characters of text are skipped (default: {MAX_PDF_CHARS:,})",
+    )
+
+
+def _byte_size(text: str) -> int:
+    """``268435456``, ``256M``, ``1G``, ``512k``: bytes, K/M/G counting in 1,024s."""
+    value = text.strip().upper().removesuffix("IB").removesuffix("B")
+    shift = {"K": 10, "M": 20, "G": 30}.get(value[-1:], 0)
+    try:
+        return int(value[:-1] if shift else value) << shift
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (bytes, or a number with K, M or G)") from None
+
+
 def _add_answer_command(commands: Any, common: argparse.ArgumentParser) -> None:
     answer = commands.add_parser("answer", parents=[common], help="answer a question with citations checked against the retrieved text")
     answer.add_argument("text", help="the question")
@@ -235,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument(
         "--follow-symlinks", action="store_true", help="read symlinks inside folders that point outside them"
     )
+    _add_loader_caps(ingest)
     ingest.set_defaults(func=cmd_ingest)
 
     delete = commands.add_parser(

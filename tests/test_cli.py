@@ -94,3 +94,20 @@ def test_the_cli_offers_every_retrieval_mode():
     from surreal_kgrag.retrieval import RETRIEVERS
 
     assert list(RETRIEVERS) == MODES
+
+
+def test_ingest_caps_what_one_file_may_cost_and_writes_the_rest(tmp_path, capsys):
+    docs = tmp_path / "in"
+    docs.mkdir()
+    (docs / "good.txt").write_text("Marie Curie was born in Warsaw. She discovered polonium.")
+    (docs / "big.txt").write_text("Pierre Curie studied crystals. " * 100)
+    url = f"surrealkv://{tmp_path / 'kg'}"
+    assert main(["ingest", str(docs), "--db", url, "--json", "--no-progress", "--max-file-bytes", "1K"]) == EXIT_PARTIAL
+    captured = capsys.readouterr()
+    assert (json.loads(captured.out)["added"], json.loads(captured.out)["failed"]) == (1, 1)
+    assert f"skipped {(docs / 'big.txt').resolve().as_posix()}: file has 3,100 bytes, more than max_file_bytes=1,024" in captured.err
+    assert main(["ingest", str(docs), "--db", url, "--no-progress", "--max-file-bytes", "4k", "--max-pdf-pages", "10"]) == EXIT_OK
+    assert main(["ingest", str(docs), "--db", url, "--max-file-bytes", "12X"]) == EXIT_USAGE
+    assert "not a size: '12X'" in capsys.readouterr().err
+    assert main(["ingest", str(docs), "--db", url, "--no-progress", "--max-pdf-pages", "0"]) == EXIT_FAILED
+    assert "max_pdf_pages" in capsys.readouterr().err
