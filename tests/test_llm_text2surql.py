@@ -13,6 +13,7 @@ from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.llm import (
     LLMExtractor,
     LLMSettings,
+    ReadonlyLimits,
     ReadonlyQueryError,
     TextToSurqlError,
     atext_to_surql,
@@ -124,6 +125,19 @@ def test_a_scoped_caller_on_a_root_connection_is_refused_before_any_token(store,
     with pytest.raises(ReadonlyQueryError, match="not signed in as a record user"):
         text_to_surql("Which person was born in Warsaw?", store, settings(server), access=["public"])
     assert server.requests == []
+
+
+def test_a_cut_answer_says_so_and_why(store, server):
+    """The size note of the read-only run reaches the caller, as the row-limit note does."""
+    server.responder = scripted(json.dumps({"query": "SELECT id, content FROM chunk"}))
+    cut = text_to_surql("Show me every passage", store, settings(server), limits=ReadonlyLimits(max_bytes=1024))
+    assert cut.truncated and cut.note is not None and cut.note.startswith("the rows were cut: the answer may hold 1,024 bytes")
+    assert cut.rows and len(json.dumps(cut.rows, ensure_ascii=False, separators=(",", ":")).encode()) <= 1024
+    few = text_to_surql("Show me two passages", store, settings(server), limits=ReadonlyLimits(rows=2))
+    assert few.truncated and len(few.rows) == 2 and few.note is not None and "row limit 2" in few.note
+    server.responder = scripted(json.dumps({"query": BORN_IN_WARSAW}))
+    whole = text_to_surql("Who was born in Warsaw?", store, settings(server))
+    assert not whole.truncated and whole.note is None
 
 
 async def test_async_twin(store, server):

@@ -114,6 +114,9 @@ class TextToSurqlResult(BaseModel):
     statement: str
     rows: list[Any]
     truncated: bool
+    note: str | None = Field(
+        None, description="why rows were cut (row or size limit) and what to change in the query; None when nothing was cut"
+    )
     attempts: list[QueryAttempt]
     usage: LLMUsage
 
@@ -185,7 +188,8 @@ def text_to_surql_plan(
             continue
         tried.append(QueryAttempt(statement=result.statement))
         return TextToSurqlResult(
-            question=question, statement=result.statement, rows=result.rows, truncated=result.truncated, attempts=tried, usage=usage
+            question=question, statement=result.statement, rows=result.rows, truncated=result.truncated, note=result.note,
+            attempts=tried, usage=usage,
         )
     raise TextToSurqlError(f"no query ran after {attempts} attempts; the last error: {tried[-1].error}", tried, usage)
 
