@@ -635,6 +635,18 @@ def test_a_file_over_the_size_cap_is_reported_and_not_read(tmp_path: Path) -> No
     assert doc(path, max_file_bytes=5_000).text.startswith("word")
 
 
+def test_files_read_in_pieces_may_be_larger_than_the_size_cap(tmp_path: Path) -> None:
+    """JSON Lines and long text hold a line or a part at a time, so a corpus larger than the cap loads."""
+    lines = tmp_path / "corpus.jsonl"
+    lines.write_text("".join(json.dumps({"id": f"r{i}", "text": f"record {i} " * 20}) + "\n" for i in range(200)), encoding="utf-8")
+    text = tmp_path / "book.txt"
+    text.write_text("A sentence of the book. " * 2_000, encoding="utf-8")
+    docs, failures = split(list(iter_sources([lines, text], max_file_bytes=10_000, part_chars=5_000)))
+    assert failures == [] and lines.stat().st_size > 10_000 and text.stat().st_size > 10_000
+    assert sorted(d.key for d in docs if "corpus.jsonl" in d.source) == sorted(f"r{i}" for i in range(200))
+    assert "".join(d.text for d in docs if d.source.endswith("book.txt")).count("A sentence of the book.") >= 1_900
+
+
 def text_pdf(path: Path, pages: list[str]) -> Path:
     """A PDF with one page of Helvetica text (lines split at "\\n") per string, its content
     streams Flate-compressed as real PDFs' are."""

@@ -122,17 +122,22 @@ def _read_file(path: Path, options: LoaderOptions) -> Result:
     if not stat.S_ISREG(info.st_mode):  # a device or FIFO has no size to check, and may never end
         yield LoadFailure(source=resolved, reason="not a regular file (a device, FIFO or socket); not read")
         return
-    if size > limit:
+    # JSON Lines and long text are read a line or a part at a time: their memory does not grow with
+    # the file, so the cap is only on how far one may grow while it is read
+    streamed = suffix in (".jsonl", ".ndjson") or (SUPPORTED_SUFFIXES[suffix] in PLAIN_TYPES and size > options.part_chars)
+    if size > limit and not streamed:
         yield LoadFailure(
             source=resolved,
             reason=f"file has {size:,} bytes, more than max_file_bytes={limit:,}; not read (raise max_file_bytes to load it)",
         )
         return
+    limit = max(limit, size)
+    options = options.model_copy(update={"max_file_bytes": limit})
     try:
         if suffix in (".jsonl", ".ndjson"):
             yield from jsonl_documents(path, resolved, options)
             return
-        if SUPPORTED_SUFFIXES[suffix] in PLAIN_TYPES and size > options.part_chars:
+        if streamed:
             yield from _load_text_parts(path, resolved, options.part_chars, limit)
             return
         with path.open("rb") as stream:

@@ -59,7 +59,8 @@ class LoaderOptions(BaseModel):
         default=MAX_FILE_BYTES,
         ge=1,
         le=1 << 40,
-        description="larger files are reported and skipped unread (JSON, HTML, PDF and short text files are read whole)",
+        description="a larger file that is read whole (JSON, HTML, PDF, short text) is reported and skipped unread; "
+        "JSON Lines and long text, read a line or a part at a time, may be larger but not grow past their size while read",
     )
     max_line_bytes: int = Field(
         default=MAX_LINE_BYTES,
