@@ -6,7 +6,9 @@ It serves over stdio the same tools, with the same JSON schemas, as :class:`Tool
 a bad call comes back as a tool result with ``isError`` set and the dispatcher's error JSON as text.
 ``--access public,staff`` and ``--filter '{"tenant": "acme"}'`` bound everything the tools can read
 (see :class:`~surreal_kgrag.Scope`). ``--allow-surql`` adds ``run_surql`` (read-only SurrealQL the
-client's model writes; refused for a scope the database does not enforce itself).
+client's model writes; refused for a scope the database does not enforce itself). ``--max-edges``:
+how many of a concept's edges a concept tool reads (``ToolDispatcher(max_edges=...)``), at most
+:data:`MAX_EDGES_FLAG`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ from .errors import KGRagError
 from .retrieval import RETRIEVERS, Scope
 from .retrieval.options import access_labels, filter_spec
 from .tools import ToolDispatcher
+from .tools.models import DEFAULT_MAX_EDGES
+
+#: The largest ``--max-edges``: a concept tool's call reads and joins up to that many edges, and
+#: its time grows with them (ten times the default).
+MAX_EDGES_FLAG = 10_000
 
 INSTRUCTIONS = (
     "Knowledge-graph retrieval over documents, chunks and concepts. Start with search_chunks; use "
@@ -70,6 +77,17 @@ async def serve_stdio(server: Server[Any]) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
+def edge_count(text: str) -> int:
+    """``--max-edges``: a whole number from 1 to :data:`MAX_EDGES_FLAG`."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_EDGES_FLAG:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_EDGES_FLAG:,}, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="surreal-kgrag-mcp", description="Serve surreal-kgrag's agent tools over MCP (stdio).")
     parser.add_argument("--db", help=f"database URL (default: $SURREAL_KGRAG_URL or {DEFAULT_URL})")
@@ -92,6 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
         "time limit (with --access or --filter only on a store signed in as a record user; see the README)",
     )
     parser.add_argument(
+        "--max-edges", type=edge_count, default=DEFAULT_MAX_EDGES,
+        help=f"how many of a concept's edges (chunks mentioning it) a concept tool reads, at most {MAX_EDGES_FLAG:,}; "
+        f"an answer about a concept with more says truncated (default: {DEFAULT_MAX_EDGES})",
+    )
+    parser.add_argument(
         "--embedder", default=None,
         help="the embedder the store was built with: sentence-transformers name or path, or openai:<model> "
         "(default: all-MiniLM-L6-v2)",
@@ -102,6 +125,18 @@ def build_parser() -> argparse.ArgumentParser:
         "a search runs its queries that need no vector meanwhile (surreal_kgrag.embed.in_own_process)",
     )
     return parser
+
+
+def build_dispatcher(store: SurrealStore, args: argparse.Namespace, embedder: Any) -> ToolDispatcher:
+    """The dispatcher the parsed command line asks for, over ``store``."""
+    return ToolDispatcher(
+        store,
+        mode=args.mode,
+        embedder=embedder,
+        scope=Scope(access=args.access, filters=args.filter),
+        allow_surql=args.allow_surql,
+        max_edges=args.max_edges,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -117,9 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     print("surreal-kgrag-mcp: --embedding-process gains nothing with --mode chunk (its first query needs the "
                           "vector, so it embeds here); use --mode hybrid, graph or concept", file=sys.stderr)
                 embedder = stack.enter_context(in_own_process(embedder))
-            scope = Scope(access=args.access, filters=args.filter)
-            dispatcher = ToolDispatcher(store, mode=args.mode, embedder=embedder, scope=scope, allow_surql=args.allow_surql)
-            server = build_server(dispatcher)
+            server = build_server(build_dispatcher(store, args, embedder))
             anyio.run(serve_stdio, server)
     except (KGRagError, ValidationError) as error:
         print(f"surreal-kgrag-mcp: {error}", file=sys.stderr)

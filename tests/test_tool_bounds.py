@@ -15,6 +15,7 @@ from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.errors import ConfigurationError
 from surreal_kgrag.retrieval import Scope
 from surreal_kgrag.tools import NotFoundError, ToolDispatcher
+from surreal_kgrag.tools.models import DEFAULT_MAX_EDGES
 
 CAP = 20
 HUB = "acme corporation"
@@ -194,3 +195,20 @@ def test_a_scoped_search_stops_widening_at_its_edge_budget(store, minilm):
 def test_max_edges_must_be_a_positive_integer(store, minilm, bad):
     with pytest.raises(ConfigurationError, match="max_edges"):
         ToolDispatcher(store, embedder=minilm, max_edges=bad)
+
+
+async def test_mcp_server_reads_at_most_its_max_edges(store, minilm, oracle):
+    mcp = pytest.importorskip("mcp", reason="the MCP server is the optional extra `mcp`")
+    from surreal_kgrag.mcp_server import MAX_EDGES_FLAG, build_dispatcher, build_parser, build_server
+
+    assert build_parser().parse_args([]).max_edges == DEFAULT_MAX_EDGES
+    assert build_parser().parse_args(["--max-edges", str(MAX_EDGES_FLAG)]).max_edges == MAX_EDGES_FLAG
+    for bad in ("0", "-1", str(MAX_EDGES_FLAG + 1), "2.5", "many"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["--max-edges", bad])
+    dispatcher = build_dispatcher(store, build_parser().parse_args(["--max-edges", str(CAP), "--access", "red"]), minilm)
+    assert dispatcher.max_edges == CAP and dispatcher.scope == RED
+    async with mcp.Client(build_server(dispatcher)) as client:
+        answer = (await client.call_tool("chunks_for_concept", {"concept": "Acme Corporation", "limit": 50})).structured_content
+    assert answer["concept"]["truncated"] and 0 < len(answer["chunks"]) <= CAP
+    assert {c["id"] for c in answer["chunks"]} <= _mentioning(oracle, HUB, "red")
