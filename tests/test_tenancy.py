@@ -4,9 +4,11 @@ through the retrievers, the agent tools and raw SurrealQL alike."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 import surrealdb
+from surrealdb import RecordID
 
 from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore, make_retriever
 from surreal_kgrag.chunking import SentenceChunker
@@ -163,3 +165,62 @@ def test_a_reader_sees_index_names_but_no_store_wide_counts(url, minilm):
         assert indexes[0][key] == {"generation": stored[key]["generation"]}  # the live index, no volume
     with reader_store(url, "alice") as store:  # the reader's searches still find the live indexes
         assert make_retriever("chunk", store, embedder=minilm, k=2).search("Warsaw").documents
+
+
+# A permission check's cost: concepts whose edges (by edge id, the walk's order) are read from a red
+# document only where said, from a blue one otherwise.
+HUB_EDGES = {"hub": (10_000, "first"), "small": (500, "first"), "late": (2_000, "last"), "hidden": (2_000, None)}
+
+
+@pytest.fixture(scope="module")
+def hub_url(tmp_path_factory):
+    url = f"surrealkv://{tmp_path_factory.mktemp('tenancy_hub')}/kg"
+    red, blue = RecordID("document", "red"), RecordID("document", "blue")
+    chunks = max(n for n, _ in HUB_EDGES.values())
+    with SurrealStore(url) as admin:
+        admin.query("schema")
+        admin.query_text("rows", """
+            FOR $d IN $docs { CREATE $d.id CONTENT {source: 's', title: 't', content_type: 'text/plain', content_hash: 'h',
+                                                    metadata: {}, access: $d.access, chunk_count: 1} };
+            FOR $c IN $concepts { CREATE type::record('concept', $c) CONTENT {name: $c, display: $c, kind: 'x'};
+                                  CREATE type::record('concept_vector', $c) CONTENT {embedding: [1.0, 0.0]} };
+        """, {"docs": [{"id": red, "access": ["red"]}, {"id": blue, "access": ["blue"]}], "concepts": list(HUB_EDGES)})
+        for start in range(0, chunks, 500):
+            ids = range(start, min(chunks, start + 500))
+            rows = [{"id": RecordID("chunk", f"blue::h::{i:05d}"), "doc": blue, "index": i, "content": "c", "char_start": 0,
+                     "char_end": 1, "access": ["blue"], "embedding": []} for i in ids]
+            edges = [
+                {"id": RecordID("MENTIONS_CONCEPT", f"{name}_{i:05d}"), "in": RecordID("chunk", f"blue::h::{i:05d}"),
+                 "out": RecordID("concept", name), "doc": red if (red_at, i) in (("first", 0), ("last", n - 1)) else blue}
+                for name, (n, red_at) in HUB_EDGES.items() for i in ids if i < n
+            ]
+            admin.query_text("rows", "INSERT INTO chunk $chunks RETURN NONE; INSERT RELATION INTO MENTIONS_CONCEPT $edges RETURN NONE;",
+                             {"chunks": rows, "edges": edges})
+        enable_tenancy(admin)
+        add_reader(admin, "alice", READERS["alice"][0], ["red"])
+    return url
+
+
+def test_a_concept_check_stops_at_the_first_visible_edge(hub_url):
+    """A reader sees a concept and its vector through any edge it may read, the last one included;
+    reading a concept visible through an early edge costs about the same however many edges it has
+    (counting every edge, the 10,000-edge hub took about 20 times the 500-edge concept)."""
+    (concepts, vectors) = asyncio.run(_raw(hub_url, "alice", """
+        SELECT VALUE record::id(id) FROM concept;
+        SELECT VALUE record::id(id) FROM concept_vector;
+    """))
+    assert set(concepts) == set(vectors) == {"hub", "small", "late"}
+    with reader_store(hub_url, "alice") as store:
+
+        def read(name: str) -> float:
+            concept = RecordID("concept", name)
+            assert store.query_text("read", "SELECT VALUE id FROM $c", {"c": concept})[-1] == [concept]
+            runs = []
+            for _ in range(5):
+                started = time.perf_counter()
+                store.query_text("read", "SELECT VALUE id FROM $c", {"c": concept})
+                runs.append(time.perf_counter() - started)
+            return min(runs)
+
+        small, hub = read("small"), read("hub")
+    assert hub < 3 * small + 0.02, (hub, small)
