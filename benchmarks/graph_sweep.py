@@ -83,7 +83,7 @@ def replay(capture: Capture, retriever: GraphRetriever) -> list[str]:
     names = question_concepts(capture.spans, capture.rows, capture.chunk_total, config)
     walked = retriever._walk(capture.request, capture.sub, capture.out, names, capture.chunk_total)
     channels = {"graph": walked, "text": capture.text, "vector": capture.vector}
-    ranking = retriever.fuse({mode: hits for mode, hits in channels.items() if mode in config.weights})
+    ranking = retriever.fuse(channels)
     return [doc for doc, _ in ranking]
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from surreal_kgrag import IngestConfig, Ingestor, Scope, SourceDocument, SurrealStore, make_retriever
 from surreal_kgrag.chunking import SentenceChunker
+from surreal_kgrag.retrieval.base import FILTERED_POOL, MAX_CANDIDATES, Pool, Request
 
 SUBJECTS = ["The volcano", "A glacier", "The river", "An old castle", "The harbour", "A rainforest", "The desert",
             "A coral reef", "The observatory", "A vineyard", "The railway", "A monastery", "The bridge", "A lighthouse"]
@@ -101,3 +102,45 @@ def test_hybrid_vector_channel_reaches_every_chunk_a_selective_filter_passes(sto
         found = retriever.search(question, k=8, embedding=vector.tolist()).documents
         assert {d.id for d in found} == {f"d{i}" for i in range(8)}
         assert {p.chunk_id for d in found for p in d.provenance if p.channel == "vector"} == passing
+
+
+@pytest.mark.parametrize("mode", ["chunk", "concept", "hybrid", "graph"])
+def test_a_filter_that_passes_every_document_ranks_as_no_filter(store, minilm, spacy_extractor, mode):
+    """A filtered KNN reads a larger pool than it ranks (for the neighbours filtered HNSW drops):
+    the extra vectors are not seeds, vector hits or BM25 hits, so the ranking is the unfiltered one."""
+    retriever = make_retriever(mode, store, embedder=minilm, extractor=spacy_extractor) if mode != "chunk" else (
+        make_retriever(mode, store, embedder=minilm)
+    )
+    for question in QUESTIONS:
+        plain = retriever.search(question, k=K)
+        everything = retriever.search(question, k=K, filters={"n": {"$gte": 0}})
+        assert [d.id for d in everything.documents] == [d.id for d in plain.documents], question
+        assert [d.score for d in everything.documents] == pytest.approx([d.score for d in plain.documents]), question
+
+
+@pytest.mark.parametrize("mode", ["concept", "hybrid", "graph"])
+def test_threshold_keeps_less_similar_chunks_out_of_every_mode(store, minilm, spacy_extractor, mode):
+    """The KNN's chunks below ``threshold`` are neither vector hits nor dense seeds, in every mode."""
+    def vector_scores(threshold: float) -> list[float]:
+        retriever = make_retriever(mode, store, embedder=minilm, extractor=spacy_extractor, threshold=threshold)
+        found = [retriever.search(question, k=K) for question in QUESTIONS]
+        return [p.score for result in found for d in result.documents for p in d.provenance if p.channel == "vector"]
+
+    assert min(vector_scores(-1.0)) < 0.5  # the premise: the pool holds chunks less similar than that
+    assert all(score >= 0.5 for score in vector_scores(0.5))
+
+
+def test_an_exact_scan_is_read_at_most_twice():
+    """Each exact scan reads every chunk inside the filter, whatever its LIMIT: a pool that turned
+    exact and still finds too few documents grows once, to the largest pool, then stops."""
+    scope = Scope(access=["t3"])
+    request = Request(query="q", k=50, fetch=50, scope=scope, filter=scope.compile(), embedding=[0.0])
+    pool = Pool(request, 100)
+    assert (pool.size, pool.keep) == (100 * FILTERED_POOL, 100)
+    assert not pool.read({}, 10)  # a filtered KNN far short of its pool: read it again exactly
+    scans = []
+    while pool.size is not None:
+        assert pool.read({}, pool.size)
+        scans.append(pool.size)
+        pool.grow(found=1, fetched=pool.size)  # a full pool and still too few documents
+    assert scans == [100 * FILTERED_POOL, MAX_CANDIDATES]

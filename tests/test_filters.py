@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from surreal_kgrag import Ingestor, SourceDocument, SurrealStore, make_retriever
+from surreal_kgrag import Ingestor, Scope, SourceDocument, SurrealStore, make_retriever
 from surreal_kgrag.retrieval.filters import FilterError, compile_filter
 
 LATER = dt.datetime(2021, 3, 1, tzinfo=dt.timezone.utc)
@@ -148,3 +148,14 @@ def test_a_deep_filter_is_a_clear_error_for_the_cli_and_the_tools(search, capsys
     assert error["type"] == "invalid_arguments" and "nested too deeply" in error["message"]
     error = json.loads(tools.call("search_chunks", {"query": "archive", "filters": _nested(200)}))["error"]
     assert error["type"] == "invalid_arguments" and "nested more than 12 levels" in error["message"], error
+
+
+def test_a_compiled_condition_cannot_be_passed_as_a_filter(minilm):
+    """A CompiledFilter is SurrealQL text: ANDed after a scope, ``x) OR (true`` would undo it."""
+    from surreal_kgrag.surql import CompiledFilter
+
+    scope = Scope(access=["public"])
+    with pytest.raises(FilterError, match="not a CompiledFilter"):
+        scope.restrict(CompiledFilter("false) OR (true"))  # type: ignore[arg-type]
+    with SurrealStore("mem://") as store, pytest.raises(FilterError, match="not a CompiledFilter"):
+        make_retriever("chunk", store, embedder=minilm).search("q", filters=CompiledFilter("true"))  # type: ignore[arg-type]

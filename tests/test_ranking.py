@@ -12,7 +12,7 @@ from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore, 
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.ids import chunk_document_key
 from surreal_kgrag.retrieval.base import LRU
-from surreal_kgrag.retrieval.fusion import Hit, top_chunks
+from surreal_kgrag.retrieval.fusion import Hit, fuse_chunks, top_chunks
 
 MODES = ["chunk", "concept", "hybrid", "graph"]
 VOLCANO = [
@@ -83,8 +83,24 @@ def test_the_pool_stops_growing_when_nothing_more_matches(build):
 def test_a_chunk_counts_once_per_channel_however_many_paths_reach_it():
     graph = [Hit(doc="d", chunk="d::a::00001", score=0.9 - i / 10, channel="graph", via=f"s::x::{i:05d}") for i in range(3)]
     both = [Hit(doc="d", chunk="d::a::00002", score=0.5, channel="vector"), Hit(doc="d", chunk="d::a::00002", score=3.0, channel="text")]
-    assert top_chunks(graph + both, 1, ids=True) == ["d::a::00002"]
-    assert top_chunks(graph + both, 2, ids=True) == ["d::a::00002", "d::a::00001"]
+    scores = fuse_chunks({"graph": graph, "vector": both[:1], "text": both[1:]}, dict.fromkeys(["graph", "vector", "text"], 1.0), "rrf", 5)
+    assert scores == pytest.approx({"d::a::00001": 1 / 6, "d::a::00002": 2 / 6})
+    assert top_chunks(graph + both, 1, scores) == ["d::a::00002"]
+    assert top_chunks(graph + both, 2, scores) == ["d::a::00002", "d::a::00001"]
+
+
+def test_a_document_shows_its_best_chunks_by_fused_score():
+    """Not the chunks more channels found: a chunk the heavy document channel and the walk lead to
+    is shown before one two light channels found."""
+    hits = [
+        Hit(doc="d", chunk="d::a::00003", score=0.4, channel="vector"),
+        Hit(doc="d", chunk="d::a::00003", score=2.0, channel="text"),
+        Hit(doc="d", chunk="d::a::00007", score=0.9, channel="document"),
+    ]
+    scores = fuse_chunks(
+        {"vector": hits[:1], "text": hits[1:2], "document": hits[2:]}, {"vector": 1.0, "text": 1.0, "document": 16.0}, "rrf", 5
+    )
+    assert top_chunks(hits, 1, scores) == ["d::a::00007"]
 
 
 @pytest.mark.parametrize("mode", ["chunk", "concept"])

@@ -87,9 +87,6 @@ class BaseRetriever:
     # KNN pool when the config names none: enough to fill k documents, and each vector fetched costs
     # about 0.2 ms on the embedded engine, more than the HNSW search itself.
     default_candidates: ClassVar[int] = 40
-    # Whether the mode's KNN runs over chunks with the filter inside it (chunk, hybrid, graph), and so
-    # needs the workarounds for filtered HNSW search; concept KNN is over unfiltered concepts.
-    filtered_chunk_knn: ClassVar[bool] = True
     # Whether the mode's plan has work that needs no vector (reading the question, BM25, the names
     # it contains), which runs while an embedder that leaves this interpreter free embeds it.
     embeds_beside: ClassVar[bool] = False
@@ -269,12 +266,9 @@ class BaseRetriever:
         raise NotImplementedError
 
     def _candidates(self, request: Request) -> int:
-        """The first KNN pool: the configured one, and at least twice the documents wanted; a
-        filtered chunk search starts ``FILTERED_POOL`` times larger (see :func:`exact_instead`)."""
-        pool = max(self.config.candidates or self.default_candidates, 2 * request.fetch)
-        if request.filter.condition and self.filtered_chunk_knn:
-            pool *= FILTERED_POOL
-        return min(pool, MAX_CANDIDATES)
+        """The first KNN pool the search ranks: the configured one, and at least twice the documents
+        wanted (a filtered search reads more, see :class:`Pool`)."""
+        return min(max(self.config.candidates or self.default_candidates, 2 * request.fetch), MAX_CANDIDATES)
 
     def _knn_placeholders(self, request: Request, candidates: int) -> dict[str, Any]:
         return {
@@ -321,28 +315,31 @@ def grow(candidates: int, found: int, wanted: int, fetched: int) -> int | None:
 
 
 class Pool:
-    """The KNN pool of one search as it is read: ``size`` vectors, read again as an exact scan when
-    a filtered KNN comes back short (:func:`exact_instead`), then larger while the search finds
-    fewer documents than the request wants (:func:`grow`) and its vectors are above ``threshold``
-    (none: any similarity); ``size`` is None once it is done.
+    """The KNN pool of one search as it is read: ``keep`` vectors ranked, out of ``size`` read; a
+    filtered KNN reads ``FILTERED_POOL`` times more than it keeps, for the neighbours filtered HNSW
+    search drops, so a filter that passes every chunk ranks as no filter does. The pool is read
+    again as an exact scan when a filtered KNN comes back short (:func:`exact_instead`), then larger
+    while the search finds fewer documents than the request wants (:func:`grow`) and its vectors are
+    above ``threshold`` (none: any similarity); ``size`` is None once it is done. An exact scan
+    grows at most once, to ``MAX_CANDIDATES``: each scan reads every chunk inside the filter.
 
     ``unread``: the documents the question names, whose passages come with the first KNN read
     (``fragments/named_passages.surql``); :meth:`read` keeps them in ``passages``."""
 
-    def __init__(self, request: Request, size: int, *, exact_scan: bool = True, threshold: float | None = None) -> None:
+    def __init__(self, request: Request, keep: int, *, threshold: float | None = None) -> None:
         self.request = request
-        self.size: int | None = size
+        self.keep = keep
+        self.size: int | None = min(keep * FILTERED_POOL, MAX_CANDIDATES) if request.filter.condition else keep
         self.exact = False
         self.unread: list[str] = []
         self.passages: list[dict[str, Any]] = []
-        self._exact_scan = exact_scan
         self._threshold = threshold
 
     def read(self, out: Mapping[str, Any], fetched: int) -> bool:
         """Take a KNN's answer ``out`` that returned ``fetched`` vectors of the pool; False when the
         pool is to be read again as an exact scan instead (the answer is then left unused)."""
         assert self.size is not None
-        if self._exact_scan and not self.exact and exact_instead(self.request, fetched, self.size):
+        if not self.exact and exact_instead(self.request, fetched, self.size):
             self.exact = True
             return False
         if self.unread:
@@ -357,6 +354,15 @@ class Pool:
         exhausted = not fetched or (self._threshold is not None and lowest is not None and lowest < self._threshold)
         used = 0 if exhausted else fetched if self.exact else pool_used(self.request, fetched, self.size)
         self.size = grow(self.size, found, self.request.fetch, used)
+        if self.size is not None and self.exact:
+            # an exact scan reads every chunk inside the filter whatever its LIMIT: once more, all of it
+            self.size = self.keep = MAX_CANDIDATES
+        else:
+            self.keep = min(self.keep * 4, MAX_CANDIDATES)
+
+    def params(self) -> dict[str, Any]:
+        """The pool's params of ``fragments/named_passages.surql``: how much of the KNN the search ranks."""
+        return {"keep": self.keep, "exact": self.exact}
 
 
 def embedding_call(embedder: Any, text: str) -> Call:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..schema import CHUNK_LIST_MAX
 from .results import Channel
@@ -26,30 +27,46 @@ class RetrieverConfig(BaseModel):
 
     k: int = Field(5, ge=1, le=1000, description="results returned (documents, or chunks with group_by='chunk')")
     candidates: int | None = Field(
-        None, ge=1, le=10_000,
-        description="vectors fetched by KNN before grouping (default: 20 chunks, 40 for hybrid, 20 for graph and concept)",
+        None, ge=1, le=5000,
+        description="vectors fetched by KNN before grouping (default: 20 chunks, 40 for hybrid, 20 for graph and concept; "
+        "the pool grows up to 5,000 while it finds fewer than k documents)",
     )
     ef: int = Field(80, ge=1, le=10_000, description="HNSW search breadth")
-    threshold: float = Field(0.0, ge=-1.0, le=1.0, description="minimum similarity of a chunk or concept")
+    threshold: float = Field(
+        0.0, ge=-1.0, le=1.0,
+        description="minimum cosine similarity of a chunk the KNN finds (graph and concept mode: of a dense seed and a "
+        "vector hit; the chunks the other channels find are not compared)",
+    )
     group_by: Literal["document", "chunk"] = "document"
-    aggregate: Literal["max", "mean", "count"] = Field("max", description="how chunk scores make a document score")
     filters: dict[str, Any] | None = Field(None, description="default filter, see surreal_kgrag.retrieval.filters")
     access: list[str] | None = Field(None, description="only documents carrying one of these access labels")
     rerank_pool: int = Field(20, ge=1, le=1000, description="documents handed to the reranker before cutting to k")
     max_query_chars: int = Field(
         10_000, ge=1, le=1_000_000,
-        description="longest query accepted (the embedder reads its first 256 tokens; spaCy, in hybrid and graph "
-        "mode, all of it)",
+        description="longest query accepted (the embedder reads its first 256 tokens; spaCy, in hybrid mode, and the "
+        "name lookup, in graph and concept mode, all of it)",
     )
 
 
-DEFAULT_WEIGHTS: dict[Channel, float] = {"vector": 1.0, "text": 1.0, "concept": 1.0, "graph": 0.2, "document": DOCUMENT_WEIGHT}
+class ChunkConfig(RetrieverConfig):
+    """The chunk mode: nearest chunks, grouped by document."""
+
+    aggregate: Literal["max", "mean", "count"] = Field(
+        "max", description="how a document's chunk similarities make its score: the best, their mean, or how many"
+    )
+
+
+DEFAULT_WEIGHTS: dict[Channel, float] = {"vector": 1.0, "text": 1.0, "concept": 1.0, "document": DOCUMENT_WEIGHT}
 
 
 class HybridConfig(RetrieverConfig):
     fusion: Literal["rrf", "weighted"] = "rrf"
     rrf_k: int = Field(5, ge=1, description="rank constant of reciprocal rank fusion (small: trust the top ranks)")
-    weights: dict[Channel, float] = Field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    weights: dict[Channel, float] = Field(
+        default_factory=lambda: dict(DEFAULT_WEIGHTS),
+        description="weight of each of the mode's channels in the fusion; a channel left out keeps its default, and "
+        "a channel weighted 0 only fills the ranking up to k",
+    )
     fulltext: bool = Field(True, description="use the BM25 channel")
     text_max_df: float = Field(
         0.02, gt=0.0, le=1.0,
@@ -87,6 +104,23 @@ class HybridConfig(RetrieverConfig):
     )
 
 
+    @field_validator("weights")
+    @classmethod
+    def _every_channel(cls, weights: dict[Channel, float]) -> dict[Channel, float]:
+        """The mode's default weights, with those given in their place, so every channel of the mode
+        has one weight wherever it is read."""
+        factory = cls.model_fields["weights"].default_factory
+        assert factory is not None
+        defaults: dict[Channel, float] = factory()  # type: ignore[call-arg]
+        unknown = sorted(set(weights) - set(defaults))
+        if unknown:
+            raise ValueError(f"this mode has no channel {', '.join(unknown)}; its channels are {', '.join(defaults)}")
+        bad = sorted(channel for channel, weight in weights.items() if weight < 0 or not math.isfinite(weight))
+        if bad:
+            raise ValueError(f"a weight is a finite number, 0 or more; got {', '.join(f'{c}={weights[c]}' for c in bad)}")
+        return {**defaults, **weights}
+
+
 class GraphConfig(HybridConfig):
     """The graph mode: Personalized PageRank over the bounded subgraph around the question (see
     :mod:`surreal_kgrag.retrieval.walk`), fused with BM25. Defaults chosen on the development sets,
@@ -122,7 +156,7 @@ class ConceptConfig(GraphConfig):
     KNN chunks fill the ranking up to k when the walk finds fewer documents."""
 
     weights: dict[Channel, float] = Field(
-        default_factory=lambda: dict[Channel, float]({"graph": 1.0, "vector": 0.0, "document": DOCUMENT_WEIGHT})
+        default_factory=lambda: dict[Channel, float]({"graph": 1.0, "text": 0.0, "vector": 0.0, "document": DOCUMENT_WEIGHT})
     )
     fulltext: bool = Field(False, description="no BM25 channel")
     dense_seeds: bool = Field(False, description="the walk starts from the question's concepts only")

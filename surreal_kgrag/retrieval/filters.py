@@ -287,10 +287,13 @@ def _iso_datetime(text: str) -> dt.datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
 
 
-def compile_filter(spec: Mapping[str, Any] | CompiledFilter | None, *, prefix: str = "filter_") -> CompiledFilter:
-    """Compile a filter dict; ``None`` or ``{}`` means no filter."""
-    if spec is None or isinstance(spec, CompiledFilter):
-        return spec or NO_FILTER
+def compile_filter(spec: Mapping[str, Any] | None, *, prefix: str = "filter_") -> CompiledFilter:
+    """Compile a filter dict; ``None`` or ``{}`` means no filter. Only a dict is taken: a condition
+    compiled elsewhere is SurrealQL text, which could undo the scope it is ANDed with."""
+    if spec is None:
+        return NO_FILTER
+    if isinstance(spec, CompiledFilter):
+        raise FilterError("filters takes a filter dict (see surreal_kgrag.retrieval.filters), not a CompiledFilter")
     if isinstance(spec, Mapping) and not spec:
         return NO_FILTER
     check_filter_size(spec)

@@ -77,7 +77,7 @@ def _fused(
     normalised scores, over per-channel lists of (key, score), best first."""
     scores: dict[str, float] = defaultdict(float)
     for channel, best in ranked.items():
-        weight = weights.get(channel, 1.0)
+        weight = weights[channel]
         if fusion == "rrf":
             for rank, (key, _) in enumerate(best):
                 scores[key] += weight / (rrf_k + rank + 1)
@@ -103,20 +103,14 @@ def _best_per_chunk(hits: list[Hit]) -> list[tuple[str, float]]:
     return list(best.items())
 
 
-def top_chunks(hits: list[Hit], n: int, *, ids: bool = False) -> list[Any]:
-    """A document's chunks ordered by how many channels found them (a chunk reached by several
-    paths of one channel counts once for it), then by best rank; first ``n``."""
-    channels: dict[str, set[str]] = defaultdict(set)
+def top_chunks(hits: list[Hit], n: int, scores: Mapping[str, float]) -> list[str]:
+    """The ids of a document's ``n`` best chunks among its ``hits``, by fused chunk score
+    (:func:`fuse_chunks`), equal ones in the order their hits came."""
     order: dict[str, int] = {}
     for position, hit in enumerate(hits):
         if hit.chunk:
-            channels[hit.chunk].add(hit.channel)
             order.setdefault(hit.chunk, position)
-    ranked = sorted(channels, key=lambda c: (-len(channels[c]), order[c]))[:n]
-    if ids:
-        return ranked
-    keep = set(ranked)
-    return [hit for hit in hits if hit.chunk in keep]
+    return sorted(order, key=lambda c: (-scores.get(c, 0.0), order[c]))[:n]
 
 
 def chunk_from(row: Mapping[str, Any], hits: list[Hit], score: float) -> ChunkHit:

@@ -68,7 +68,7 @@ class GraphRetriever(HybridRetriever):
         totals = yield from self._chunk_total(request)
         chunk_total = totals.scope
         candidates = self._candidates(request)
-        pool = Pool(request, candidates)
+        pool = Pool(request, candidates, threshold=config.threshold)
         queries = [names_query(request, spans)]
         if words:
             queries.append(self._text_query(request, words, totals, candidates))
@@ -83,10 +83,10 @@ class GraphRetriever(HybridRetriever):
         while pool.size is not None:
             query = yield from self._subgraph(request, names, text, pool)
             out = listed((yield query)[-1], config)
-            if not pool.read(out, len(out["knn"])):
+            if not pool.read(out, out["fetched"]):
                 continue
             sub = yield Compute(partial(assemble, out, [(hit.chunk, hit.doc) for hit in text]), RANK)
-            pool.grow(len(set(sub.docs)), len(out["knn"]))
+            pool.grow(len(set(sub.docs)), out["fetched"], out["lowest"])
         named = yield Compute(partial(documents.hits, named_docs, pool.passages, config.chunks_per_document), RANK)
         ranking, channels = yield Compute(partial(self._rank, request, sub, out, names, chunk_total, text, named), RANK)
         return (yield from self._hydrate(request, ranking, channels))
@@ -110,7 +110,7 @@ class GraphRetriever(HybridRetriever):
                 (Hit(doc=doc, chunk=chunk, score=score, channel="vector") for chunk, doc, score in out["knn"]), key=lambda h: -h.score
             ),
         }
-        ranking = self.fuse({mode: hits for mode, hits in channels.items() if mode in self.config.weights})
+        ranking = self.fuse(channels)
         return ranking, channels
 
     def _names(self, spans: list[phrases.Span], rows: list[dict[str, Any]], chunk_total: int) -> dict[str, tuple[float, int]]:
@@ -126,14 +126,14 @@ class GraphRetriever(HybridRetriever):
         named = [name for name, (_, n) in names.items() if n <= config.max_df]
         params: dict[str, Any] = {
             "embedding": request.vector,
-            "exact": pool.exact,
+            "threshold": config.threshold,
             "dense_seeds": config.dense_seeds,
             "max_df": config.max_df,
             "hop2": config.hop2,
         }
         assert pool.size is not None
         passages, size = documents.passages(pool.unread, config, pool.size)
-        params |= passages
+        params |= passages | pool.params()
         placeholders = {**self._knn_placeholders(request, size), "relation_edges": RELATION_EDGES}
         if lists and not request.filter.condition:
             params |= {"named": [RecordID("concept_chunks", name) for name in named], "text_chunks": [hit.chunk for hit in text]}

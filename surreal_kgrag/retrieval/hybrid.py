@@ -107,7 +107,7 @@ class HybridRetriever(BaseRetriever):
         return total
 
     def _uses_documents(self) -> bool:
-        return self.config.weights.get("document", 0.0) > 0
+        return self.config.weights["document"] > 0
 
     def _schema_since(self, version: int) -> Plan[bool]:
         """Whether the store is at schema ``version`` or later. A store written by an older version
@@ -180,7 +180,7 @@ class HybridRetriever(BaseRetriever):
         passages, size = documents.passages(pool.unread, self.config, pool.size)
         params = {
             **passages,
-            "exact": pool.exact,
+            **pool.params(),
             "embedding": request.vector,
             "threshold": self.config.threshold,
             "concept_ids": [RecordID("concept", name) for name in request.concepts],
@@ -211,50 +211,39 @@ class HybridRetriever(BaseRetriever):
         self, request: Request, ranking: list[tuple[str, float]], channels: Mapping[str, list[Hit]]
     ) -> Plan[list[RetrievedDocument]]:
         ranking = ranking[: request.fetch] if self.config.group_by == "document" else ranking
-        hits_by_doc, params = yield Compute(partial(self._wanted, ranking, channels), HYDRATE)
+        shown, params = yield Compute(partial(self._wanted, ranking, channels), HYDRATE)
         out = (yield Query("hydrate_results", {**params, **request.filter.params}, {"filter": request.filter}))[-1]
-        return (yield Compute(partial(self._hydrated, request, ranking, channels, hits_by_doc, out), HYDRATE))
+        return (yield Compute(partial(self._hydrated, request, ranking, shown, out), HYDRATE))
 
-    def _wanted(
-        self, ranking: list[tuple[str, float]], channels: Mapping[str, list[Hit]]
-    ) -> tuple[dict[str, list[Hit]], dict[str, Any]]:
-        """The ranked documents' hits, and the documents and chunks to read for them."""
+    def _wanted(self, ranking: list[tuple[str, float]], channels: Mapping[str, list[Hit]]) -> tuple[Shown, dict[str, Any]]:
+        """What each ranked document shows (its best chunks by fused score, and every hit that
+        led to it), and the documents and chunks to read for them."""
         chosen = {doc for doc, _ in ranking}
         hits_by_doc: dict[str, list[Hit]] = defaultdict(list)
         for hits in channels.values():
             for hit in hits:
                 if hit.doc in chosen:
                     hits_by_doc[hit.doc].append(hit)
-        chunk_ids = {hit.chunk for hits in hits_by_doc.values() for hit in top_chunks(hits, self.config.chunks_per_document)}
+        scores = fuse_chunks(channels, self.config.weights, self.config.fusion, self.config.rrf_k)
+        per_doc = self.config.chunks_per_document
+        best = {doc: top_chunks(hits, per_doc, scores) for doc, hits in hits_by_doc.items()}
         params = {
             "documents": [RecordID("document", doc) for doc in chosen],
-            "chunks": [RecordID("chunk", chunk) for chunk in chunk_ids],
+            "chunks": [RecordID("chunk", chunk) for chunks in best.values() for chunk in chunks],
         }
-        return hits_by_doc, params
+        return Shown(hits_by_doc, best, scores), params
 
-    def _hydrated(
-        self,
-        request: Request,
-        ranking: list[tuple[str, float]],
-        channels: Mapping[str, list[Hit]],
-        hits_by_doc: dict[str, list[Hit]],
-        out: dict[str, Any],
-    ) -> list[RetrievedDocument]:
+    def _hydrated(self, request: Request, ranking: list[tuple[str, float]], shown: Shown, out: dict[str, Any]) -> list[RetrievedDocument]:
         """The results, from the rows ``hydrate_results.surql`` read."""
         docs = {str(row["id"].id): row for row in out["documents"]}
         chunks = {str(row["id"].id): row for row in out["chunks"]}
-        chunk_scores = fuse_chunks(channels, self.config.weights, self.config.fusion, self.config.rrf_k)
         documents = []
         for doc, score in ranking:
             if doc not in docs:
                 continue  # deleted between the two queries (or out of scope, never in practice)
             row = docs[doc]
-            hits = hits_by_doc[doc]
-            kept = [
-                chunk_from(chunks[c], hits, chunk_scores[c])
-                for c in top_chunks(hits, self.config.chunks_per_document, ids=True)
-                if c in chunks
-            ]
+            hits = shown.hits[doc]
+            kept = [chunk_from(chunks[c], hits, shown.scores[c]) for c in shown.best.get(doc, []) if c in chunks]
             if not kept:
                 continue  # re-ingested between the two queries: the chunks that matched are gone
             documents.append(
@@ -272,6 +261,14 @@ class HybridRetriever(BaseRetriever):
         if self.config.group_by == "chunk":
             documents = per_chunk(documents)
         return documents[: request.fetch]
+
+
+class Shown(NamedTuple):
+    """What the ranked documents show: each one's hits, its best chunks, and every chunk's fused score."""
+
+    hits: dict[str, list[Hit]]
+    best: dict[str, list[str]]
+    scores: dict[str, float]
 
 
 def _channel_hits(
