@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -35,12 +36,13 @@ from .errors import ConfigurationError, KGRagError, ScopeError
 from .extract import ConceptExtractor
 from .ids import document_id
 from .ingest import IngestConfig, Ingestor
+from .ingest.delete import delete_records
 from .models import IngestSummary, LoadFailure, SourceDocument
 from .rerank import MMRReranker
 from .retrieval import ChunkRetriever, Scope
 from .retrieval import plan as plans
 from .retrieval.filters import FilterError, check_filter_size
-from .retrieval.plan import Plan, Query
+from .retrieval.plan import Call, Plan, Query
 from .wire import without_nulls
 
 __all__ = [
@@ -308,13 +310,16 @@ class TextStore:
         keys = None if ids is None else _keys(ids)
         if keys == [] or not (yield from self._initialised()):
             return 0
-        condition = self.scope.restrict(metadata_filter(filters))
+        scope = self.scope.narrow(filters=metadata_filter(filters))
+        condition = scope.compile()
         params = {"ids": None if keys is None else [document_id(key) for key in keys], **condition.params}
         doomed = (yield Query("vector_keys", params, {"filter": condition}))[-1]
         if not doomed:
             return 0
-        # the scope and filter again inside the delete's transaction: a text replaced meanwhile under other labels stays
-        return int((yield Query("delete_documents", {"doc_ids": doomed, **condition.params}, {"scope": condition}))[-1] or 0)
+        # In transactions of at most group_chunks chunks (a filter may match the whole store), each
+        # checking the scope and filter again: a text replaced meanwhile under other labels stays.
+        group = self.ingestor.config.group_chunks
+        return int((yield Call(partial(delete_records, self.store, doomed, group, scope), None, "delete")))
 
     # -- helpers ---------------------------------------------------------------------------------
 

@@ -104,13 +104,17 @@ def test_hybrid_vector_channel_reaches_every_chunk_a_selective_filter_passes(sto
         assert {p.chunk_id for d in found for p in d.provenance if p.channel == "vector"} == passing
 
 
-@pytest.mark.parametrize("mode", ["chunk", "concept", "hybrid", "graph"])
+@pytest.mark.parametrize("mode", ["chunk", "concept", "hybrid", "graph", "graph without hop 2"])
 def test_a_filter_that_passes_every_document_ranks_as_no_filter(store, minilm, spacy_extractor, mode):
     """A filtered KNN reads a larger pool than it ranks (for the neighbours filtered HNSW drops):
-    the extra vectors are not seeds, vector hits or BM25 hits, so the ranking is the unfiltered one."""
-    retriever = make_retriever(mode, store, embedder=minilm, extractor=spacy_extractor) if mode != "chunk" else (
-        make_retriever(mode, store, embedder=minilm)
-    )
+    the extra vectors are not seeds, vector hits or BM25 hits, so the ranking is the unfiltered one.
+    A scoped walk counts a concept's chunks from its edges only where it read them all."""
+    if mode == "chunk":
+        retriever = make_retriever(mode, store, embedder=minilm)
+    elif mode == "graph without hop 2":
+        retriever = make_retriever("graph", store, embedder=minilm, extractor=spacy_extractor, hop2=False)
+    else:
+        retriever = make_retriever(mode, store, embedder=minilm, extractor=spacy_extractor)
     for question in QUESTIONS:
         plain = retriever.search(question, k=K)
         everything = retriever.search(question, k=K, filters={"n": {"$gte": 0}})

@@ -316,3 +316,32 @@ def test_a_scoped_delete_checks_the_scope_inside_its_transaction(store, minilm, 
     assert {key: _stored(store, key) for key in kept} == kept
     report = store.query("check_integrity")[-1]
     assert {k: v for k, v in report.items() if v} == {"chunks_without_edges": 1}, report
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_a_text_store_deletes_by_filter_in_bounded_transactions(minilm, spacy_extractor, monkeypatch, run):
+    """A filter may match the whole store: the texts go in transactions of at most group_chunks
+    chunks, each checking the scope and filter again; texts outside them stay."""
+    config = IngestConfig(chunker=SentenceChunker(max_tokens=16, overlap_tokens=0), group_chunks=8)
+    cities = ["Warsaw", "Krakow", "Gdansk", "Poznan", "Lodz"]
+    with SurrealStore("mem://") as s:
+        texts = TextStore(s, embedder=minilm, extractor=spacy_extractor, scope=Scope(access=["public"]), config=config)
+        bodies = [f"{cities[i % 5]} has a river. {cities[i % 5]} has an old town square and a castle." for i in range(30)]
+        texts.add(bodies, metadatas=[{"batch": "old" if i < 24 else "new"} for i in range(30)], ids=[f"t{i}" for i in range(30)])
+        staff = Ingestor(s, embedder=minilm, extractor=spacy_extractor)
+        staff.ingest([SourceDocument(key="staff", text="Warsaw has a river.", source="s.txt", access=["staff"], metadata={"batch": "old"})])
+        transactions = []
+        query = s.query
+
+        def recorded(name, params=None, **placeholders):
+            if name == "delete_documents":
+                transactions.append(len(params["doc_ids"]))
+            return query(name, params, **placeholders)
+
+        monkeypatch.setattr(s, "query", recorded)
+        deleted = texts.delete(filters={"batch": "old"}) if run == "sync" else asyncio.run(texts.adelete(filters={"batch": "old"}))
+        assert deleted == 24 == sum(transactions) and len(transactions) >= 3 and max(transactions) <= 8
+        assert sorted(t.id for t in texts.get([f"t{i}" for i in range(30)])) == sorted(f"t{i}" for i in range(24, 30))
+        assert _stored(s, "staff") is not None  # outside the scope: it stays
+        state = s.query("check_consistency")[-1]
+        assert (state["documents"], state["torn"], state["dangling"]) == (7, [], [])

@@ -290,7 +290,6 @@ class Run:
             if doc.key in self.queued:
                 stored[doc.key], counts[doc.key] = self.queued[doc.key]
         changed = [doc for doc in docs if stored.get(doc.key) != doc.content_hash]
-        self.queued |= {doc.key: (doc.content_hash, 0) for doc in changed}
         return changed, len(docs) - len(changed), counts
 
     def _extract(self, batch: Batch) -> None:

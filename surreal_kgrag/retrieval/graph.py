@@ -162,7 +162,12 @@ class GraphRetriever(HybridRetriever):
                 counts[sub.concept_pos[name]] = n
         if request.filter.condition:  # a concept whose edges were all read counts only those in scope
             scoped = np.bincount(sub.edge_concept, minlength=len(sub.concepts))
-            counts = np.where(counts <= config.max_df, np.minimum(counts, scoped), counts)
+            read_all = counts <= config.max_df
+            if not config.hop2:  # only the named concepts' edges were read whole, not those the seeds met
+                named = np.zeros(len(sub.concepts), dtype=bool)
+                named[[sub.concept_pos[name] for name in names if name in sub.concept_pos]] = True
+                read_all &= named
+            counts = np.where(read_all, np.minimum(counts, scoped), counts)
         rarity = idf(np.maximum(counts, 1), chunk_total)
         concept_reset = {sub.concept_pos[name]: w for name, (w, _) in names.items() if name in sub.concept_pos}
         chunk_reset: dict[int, float] = {}

@@ -8,6 +8,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, ClassVar, NamedTuple
 
@@ -37,6 +38,15 @@ class ChunkTotals(NamedTuple):
     store: int
 
 
+@dataclass
+class Loaded:
+    """What a retriever reads once or now and then, in one object its narrowed copies share."""
+
+    extractor: Any = None  # the question's extractor, once loaded
+    schema: int = 0  # the store's schema version as last read (it only goes up)
+    documents: tuple[int, float] | None = None  # documents in the store, and when they were counted
+
+
 class HybridRetriever(BaseRetriever):
     """Chunk vectors, BM25 full text and the concepts the query names, fused into one ranking.
 
@@ -58,17 +68,15 @@ class HybridRetriever(BaseRetriever):
         self._query_concepts = LRU()
         # Chunks in each scope searched, and in the store: (ChunkTotals, when counted).
         self._chunk_totals = LRU(64)
-        # "extractor": the question's extractor, once loaded; "schema": the store's schema version as
-        # last read (it only goes up); "documents": (documents in the store, when counted).
-        self._loaded = LRU(8)
+        self._loaded = Loaded()
 
     def _concepts(self, query: str) -> list[str]:
         with self._extractor_lock:  # loading spaCy takes seconds: once, whatever the threads
-            extractor = self._loaded.lookup("extractor")
+            extractor = self._loaded.extractor
             if extractor is None:
                 from ..extract import resolve_extractor
 
-                extractor = self._loaded.remember("extractor", resolve_extractor(self._extractor_spec))
+                extractor = self._loaded.extractor = resolve_extractor(self._extractor_spec)
         mentions = extractor.extract([query])[0]
         # A long question names many concepts, each a walk in search_hybrid.surql: the first
         # MAX_QUESTION_CONCEPTS it names are kept (every one of any ordinary question).
@@ -99,11 +107,11 @@ class HybridRetriever(BaseRetriever):
 
     def _documents_in_store(self) -> Plan[int]:
         """Documents in the store (the N of a document name's rarity), counted again now and then."""
-        cached = self._loaded.lookup("documents")
+        cached = self._loaded.documents
         if cached is not None and time.monotonic() - cached[1] <= _RECOUNT_SECONDS:
-            return int(cached[0])
+            return cached[0]
         total = max(int((yield Query("count_documents"))[-1] or 0), 1)
-        self._loaded.remember("documents", (total, time.monotonic()))
+        self._loaded.documents = (total, time.monotonic())
         return total
 
     def _uses_documents(self) -> bool:
@@ -113,10 +121,10 @@ class HybridRetriever(BaseRetriever):
         """Whether the store is at schema ``version`` or later. A store written by an older version
         is read the old way, and asked again, until an ingest or ``ensure_schema`` brings it up to
         date; once it is, it is not asked again."""
-        schema = self._loaded.lookup("schema") or 0
+        schema = self._loaded.schema
         if schema < version:
             found = (yield Query("schema_version"))[-1]
-            schema = self._loaded.remember("schema", found if isinstance(found, int) else 0)
+            schema = self._loaded.schema = found if isinstance(found, int) else 0
         return schema >= version
 
     def _name_lookup(self, request: Request, spans: list[phrases.Span], periods: list[str]) -> Plan[Query]:
