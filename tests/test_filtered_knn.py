@@ -104,15 +104,12 @@ def test_hybrid_vector_channel_reaches_every_chunk_a_selective_filter_passes(sto
         assert {p.chunk_id for d in found for p in d.provenance if p.channel == "vector"} == passing
 
 
-@pytest.mark.parametrize("mode", ["chunk", "concept", "hybrid", "graph", "graph without hop 2"])
+@pytest.mark.parametrize("mode", ["chunk", "concept", "hybrid", "graph"])
 def test_a_filter_that_passes_every_document_ranks_as_no_filter(store, minilm, spacy_extractor, mode):
     """A filtered KNN reads a larger pool than it ranks (for the neighbours filtered HNSW drops):
-    the extra vectors are not seeds, vector hits or BM25 hits, so the ranking is the unfiltered one.
-    A scoped walk counts a concept's chunks from its edges only where it read them all."""
+    the extra vectors are not seeds, vector hits or BM25 hits, so the ranking is the unfiltered one."""
     if mode == "chunk":
         retriever = make_retriever(mode, store, embedder=minilm)
-    elif mode == "graph without hop 2":
-        retriever = make_retriever("graph", store, embedder=minilm, extractor=spacy_extractor, hop2=False)
     else:
         retriever = make_retriever(mode, store, embedder=minilm, extractor=spacy_extractor)
     for question in QUESTIONS:
@@ -148,3 +145,28 @@ def test_an_exact_scan_is_read_at_most_twice():
         scans.append(pool.size)
         pool.grow(found=1, fetched=pool.size)  # a full pool and still too few documents
     assert scans == [100 * FILTERED_POOL, MAX_CANDIDATES]
+
+
+def test_a_scoped_walk_without_hop_2_counts_the_concepts_its_seeds_met(minilm, spacy_extractor):
+    """Without the second hop a scoped walk reads only the seeds' own edges of the concepts they
+    meet: it counts those concepts from the store (as an unscoped walk does), not from the few
+    edges it read, so a filter that passes everything gives the unfiltered scores."""
+    people = ["Anna Berg", "Jonas Lind", "Maria Holm", "Erik Dahl", "Sofia Ek", "Lars Nyman"]
+    cities = ["Oslo", "Bergen", "Tromso", "Uppsala"]
+    documents = [
+        SourceDocument(key=f"p{i}", text=f"{person} was born in {cities[i % 4]}. {person} studied chemistry in {cities[(i + 1) % 4]}.",
+                       source="people", metadata={"n": i})
+        for i, person in enumerate(people)
+    ]
+    with SurrealStore("mem://") as s:
+        assert Ingestor(s, embedder=minilm, extractor=spacy_extractor).ingest(documents).added == len(people)
+        retriever = make_retriever("graph", s, embedder=minilm, hop2=False, candidates=2)
+        for question in ["Where was Anna Berg born?", "Who studied chemistry in Tromso?"]:
+            # k=1: a pool of 2 chunks, so the seeds are not every chunk that mentions their cities
+            plain = retriever.search(question, k=1)
+            everything = retriever.search(question, k=1, filters={"n": {"$gte": 0}})
+            walked = [[(p.chunk_id, p.score) for p in d.provenance if p.channel == "graph"] for d in plain.documents]
+            assert walked and walked[0]
+            assert [[(p.chunk_id, p.score) for p in d.provenance if p.channel == "graph"] for d in everything.documents] == [
+                [(chunk, pytest.approx(score)) for chunk, score in paths] for paths in walked
+            ]
