@@ -25,6 +25,7 @@ from .rerank import (
     RerankWarning,
 )
 from .retrieval import (
+    ChunkConfig,
     ChunkHit,
     ChunkRetriever,
     ConceptMatch,
@@ -48,6 +49,7 @@ from .tools import ToolDispatcher, ToolError
 __version__ = "0.1.0"
 
 __all__ = [
+    "ChunkConfig",
     "ChunkHit",
     "ChunkRetriever",
     "ConceptMatch",

@@ -21,7 +21,7 @@ from ..db import SurrealStore
 from .base import BaseRetriever, Request
 from .chunk import ChunkRetriever
 from .concept import ConceptRetriever
-from .config import ConceptConfig, GraphConfig, HybridConfig, Mode, RetrieverConfig
+from .config import ChunkConfig, ConceptConfig, GraphConfig, HybridConfig, Mode, RetrieverConfig
 from .filters import FilterError, compile_filter
 from .graph import GraphRetriever
 from .hybrid import HybridRetriever, content_words
@@ -33,6 +33,7 @@ __all__ = [
     "UNRESTRICTED",
     "BaseRetriever",
     "Channel",
+    "ChunkConfig",
     "ChunkHit",
     "ChunkRetriever",
     "ConceptConfig",
