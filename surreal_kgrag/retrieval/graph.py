@@ -32,8 +32,8 @@ from ..surql import CompiledFilter
 from . import documents
 from .base import Pool, Request
 from .config import GraphConfig, RetrieverConfig
+from .fused import FusedRetriever, hits_of
 from .fusion import Hit
-from .hybrid import HybridRetriever, hits_of
 from .plan import Compute, Concurrently, Plan, Query
 from .results import ANALYZE, RANK, ConceptMatch, RetrievedDocument
 from .walk import Subgraph, WalkSettings, assemble, dense_reset, idf, personalized_pagerank
@@ -47,7 +47,7 @@ NAME_EDGES = 64
 RELATION_EDGES = 64
 
 
-class GraphRetriever(HybridRetriever):
+class GraphRetriever(FusedRetriever):
     """Multi-hop retrieval: the question's named concepts and nearest chunks seed a Personalized
     PageRank over the subgraph around them, whose bridges (a chunk naming another document) carry
     the walk to documents that dense search alone does not reach."""
@@ -56,11 +56,6 @@ class GraphRetriever(HybridRetriever):
     config_class: ClassVar[type[RetrieverConfig]] = GraphConfig
     config: GraphConfig
     default_candidates = 20
-
-    def _analyze(self, request: Request) -> Plan[None]:
-        """No spaCy pass: the question's names are found by phrase lookup in ``_plan``."""
-        return
-        yield  # pragma: no cover - makes this a generator
 
     def _plan(self, request: Request) -> Plan[list[RetrievedDocument]]:
         config = self.config

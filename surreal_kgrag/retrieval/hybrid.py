@@ -2,52 +2,29 @@
 
 from __future__ import annotations
 
-import math
-import re
 import threading
-import time
-from collections import defaultdict
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from functools import partial
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
-from .. import phrases
-from ..db import SurrealStore, checked_int
+from ..db import SurrealStore
 from ..db.sdk import RecordID
-from ..schema import NAME_COUNTS_SINCE
-from ..surql import CompiledFilter
 from . import documents
-from .base import LRU, BaseRetriever, Pool, Request
+from .base import LRU, Pool, Request
 from .config import HybridConfig, RetrieverConfig
-from .fusion import Hit, chunk_from, fuse, fuse_chunks, per_chunk, top_chunks
+from .fused import FusedRetriever, content_words, hits_of
+from .fusion import Hit
 from .plan import Call, Compute, Concurrently, Plan, Query
-from .results import ANALYZE, HYDRATE, RANK, Channel, RetrievedDocument
+from .results import ANALYZE, RANK, RetrievedDocument
 
-_RECOUNT_SECONDS = 60.0
+__all__ = ["MAX_QUESTION_CONCEPTS", "HybridRetriever", "content_words"]
+
 #: Most concepts of one question the concept channel walks from (the first it names): each is a
 #: walk of up to ``concept_max_chunks`` edges, and a 10,000-character question names hundreds.
 MAX_QUESTION_CONCEPTS = 64
 
 
-class ChunkTotals(NamedTuple):
-    """Chunks in a search's scope (the N of its concept weights) and in the whole store (the N a
-    word's store-wide count in the ``term`` table is compared with)."""
-
-    scope: int
-    store: int
-
-
-@dataclass
-class Loaded:
-    """What a retriever reads once or now and then, in one object its narrowed copies share."""
-
-    extractor: Any = None  # the question's extractor, once loaded
-    schema: int = 0  # the store's schema version as last read (it only goes up)
-    documents: tuple[int, float] | None = None  # documents in the store, and when they were counted
-
-
-class HybridRetriever(BaseRetriever):
+class HybridRetriever(FusedRetriever):
     """Chunk vectors, BM25 full text and the concepts the query names, fused into one ranking.
 
     The concept channel needs a concept extractor for the query (default: the spaCy extractor used
@@ -55,20 +32,13 @@ class HybridRetriever(BaseRetriever):
     """
 
     mode = "hybrid"
-    embeds_beside = True
     config_class: ClassVar[type[RetrieverConfig]] = HybridConfig
     config: HybridConfig
 
     def __init__(self, store: SurrealStore, *, extractor: Any = None, **kwargs: Any) -> None:
-        super().__init__(store, **kwargs)
-        # What is read once or now and then lives in holders, never in plain fields: a narrowed
-        # retriever is a shallow copy (BaseRetriever.narrowed) and shares them with its original.
-        self._extractor_spec = extractor
+        super().__init__(store, extractor=extractor, **kwargs)
         self._extractor_lock = threading.Lock()
         self._query_concepts = LRU()
-        # Chunks in each scope searched, and in the store: (ChunkTotals, when counted).
-        self._chunk_totals = LRU(64)
-        self._loaded = Loaded()
 
     def _concepts(self, query: str) -> list[str]:
         with self._extractor_lock:  # loading spaCy takes seconds: once, whatever the threads
@@ -93,55 +63,10 @@ class HybridRetriever(BaseRetriever):
             cached = yield Call(partial(self._concepts, request.query), None, ANALYZE)
         request.concepts = cached
 
-    def _chunk_total(self, request: Request) -> Plan[ChunkTotals]:
-        """Chunks in the request's scope and in the store, counted again now and then as the store grows."""
-        key = request.scope.key()
-        cached = self._chunk_totals.lookup(key)
-        if cached is not None and time.monotonic() - cached[1] <= _RECOUNT_SECONDS:
-            return cached[0]
-        scope = request.scope.compile()
-        counted = (yield Query("count_chunks", {"filtered": bool(scope.condition), **scope.params}, {"filter": scope}))[-1]
-        totals = ChunkTotals(max(int(counted["scope"] or 0), 1), max(int(counted["store"] or 0), 1))
-        self._chunk_totals.remember(key, (totals, time.monotonic()))
-        return totals
-
-    def _documents_in_store(self) -> Plan[int]:
-        """Documents in the store (the N of a document name's rarity), counted again now and then."""
-        cached = self._loaded.documents
-        if cached is not None and time.monotonic() - cached[1] <= _RECOUNT_SECONDS:
-            return cached[0]
-        total = max(int((yield Query("count_documents"))[-1] or 0), 1)
-        self._loaded.documents = (total, time.monotonic())
-        return total
-
-    def _uses_documents(self) -> bool:
-        return self.config.weights["document"] > 0
-
-    def _schema_since(self, version: int) -> Plan[bool]:
-        """Whether the store is at schema ``version`` or later. A store written by an older version
-        is read the old way, and asked again, until an ingest or ``ensure_schema`` brings it up to
-        date; once it is, it is not asked again."""
-        schema = self._loaded.schema
-        if schema < version:
-            found = (yield Query("schema_version"))[-1]
-            schema = self._loaded.schema = found if isinstance(found, int) else 0
-        return schema >= version
-
-    def _name_lookup(self, request: Request, spans: list[phrases.Span], periods: list[str]) -> Plan[Query]:
-        """The query of the documents the question names (``document_names.surql``)."""
-        counted = yield from self._schema_since(NAME_COUNTS_SINCE)
-        return documents.name_lookup(spans, periods, self.config.document_per_name, counted, request)
-
     def _plan(self, request: Request) -> Plan[list[RetrievedDocument]]:
         channels = yield from self.channels(request)
         ranking = yield Compute(partial(self.fuse, channels), RANK)
         return (yield from self._hydrate(request, ranking, channels))
-
-    def _question(self, query: str) -> tuple[list[str], list[phrases.Span], list[str]]:
-        """The question's BM25 words (none without the BM25 channel), its n-grams and the periods it names."""
-        words = content_words(query) if self.config.fulltext else []
-        spans, periods = documents.question_names(query)
-        return words, spans, periods
 
     def channels_for(self, query: str, *, k: int | None = None, filters: Mapping[str, Any] | None = None) -> Plan[dict[str, list[Hit]]]:
         """Each channel's hits for ``query``, before fusion (benchmarks and diagnostics)."""
@@ -175,14 +100,6 @@ class HybridRetriever(BaseRetriever):
             pool.grow(found, out["fetched"], out["lowest"])
         return channels
 
-    def _named_documents(
-        self, request: Request, rows: list[dict[str, Any]], spans: list[phrases.Span], periods: list[str]
-    ) -> Plan[list[tuple[str, float, str]]]:
-        """The documents the question names, from the name lookup's ``rows`` (``document_names.surql``)."""
-        total = yield from self._documents_in_store()
-        find = partial(documents.named_documents, request.query, rows, spans, periods, total, self.config)
-        return (yield Compute(find, RANK))
-
     def _knn_query(self, request: Request, chunk_total: int, pool: Pool) -> Query:
         assert pool.size is not None
         passages, size = documents.passages(pool.unread, self.config, pool.size)
@@ -199,85 +116,6 @@ class HybridRetriever(BaseRetriever):
         }
         return Query("search_hybrid", params, self._knn_placeholders(request, size))
 
-    def _text_query(self, request: Request, words: list[str], totals: ChunkTotals, candidates: int) -> Query:
-        params = {
-            "words": words,
-            # a word's count (the `term` table) is store-wide, so its limit is a share of the store's chunks
-            "max_df": math.ceil(self.config.text_max_df * totals.store),
-            "max_matches": self.config.text_max_matches,
-            "filtered": bool(request.filter.condition),
-            **request.filter.params,
-        }
-        placeholders: dict[str, int | CompiledFilter] = {"candidates": checked_int("candidates", candidates), "filter": request.filter}
-        return Query("search_fulltext", params, placeholders)
-
-    def fuse(self, channels: Mapping[str, list[Hit]]) -> list[tuple[str, float]]:
-        """Documents by fused score, best first."""
-        return fuse(channels, self.config.weights, self.config.fusion, self.config.rrf_k)
-
-    def _hydrate(
-        self, request: Request, ranking: list[tuple[str, float]], channels: Mapping[str, list[Hit]]
-    ) -> Plan[list[RetrievedDocument]]:
-        ranking = ranking[: request.fetch] if self.config.group_by == "document" else ranking
-        shown, params = yield Compute(partial(self._wanted, ranking, channels), HYDRATE)
-        out = (yield Query("hydrate_results", {**params, **request.filter.params}, {"filter": request.filter}))[-1]
-        return (yield Compute(partial(self._hydrated, request, ranking, shown, out), HYDRATE))
-
-    def _wanted(self, ranking: list[tuple[str, float]], channels: Mapping[str, list[Hit]]) -> tuple[Shown, dict[str, Any]]:
-        """What each ranked document shows (its best chunks by fused score, and every hit that
-        led to it), and the documents and chunks to read for them."""
-        chosen = {doc for doc, _ in ranking}
-        hits_by_doc: dict[str, list[Hit]] = defaultdict(list)
-        for hits in channels.values():
-            for hit in hits:
-                if hit.doc in chosen:
-                    hits_by_doc[hit.doc].append(hit)
-        scores = fuse_chunks(channels, self.config.weights, self.config.fusion, self.config.rrf_k)
-        per_doc = self.config.chunks_per_document
-        best = {doc: top_chunks(hits, per_doc, scores) for doc, hits in hits_by_doc.items()}
-        params = {
-            "documents": [RecordID("document", doc) for doc in chosen],
-            "chunks": [RecordID("chunk", chunk) for chunks in best.values() for chunk in chunks],
-        }
-        return Shown(hits_by_doc, best, scores), params
-
-    def _hydrated(self, request: Request, ranking: list[tuple[str, float]], shown: Shown, out: dict[str, Any]) -> list[RetrievedDocument]:
-        """The results, from the rows ``hydrate_results.surql`` read."""
-        docs = {str(row["id"].id): row for row in out["documents"]}
-        chunks = {str(row["id"].id): row for row in out["chunks"]}
-        documents = []
-        for doc, score in ranking:
-            if doc not in docs:
-                continue  # deleted between the two queries (or out of scope, never in practice)
-            row = docs[doc]
-            hits = shown.hits[doc]
-            kept = [chunk_from(chunks[c], hits, shown.scores[c]) for c in shown.best.get(doc, []) if c in chunks]
-            if not kept:
-                continue  # re-ingested between the two queries: the chunks that matched are gone
-            documents.append(
-                RetrievedDocument(
-                    id=doc,
-                    title=row.get("title"),
-                    source=row.get("source") or "",
-                    metadata=row.get("metadata") or {},
-                    chunk_count=row.get("chunk_count"),
-                    score=score,
-                    chunks=kept,
-                    provenance=[path for hit in hits for path in hit.paths()],
-                )
-            )
-        if self.config.group_by == "chunk":
-            documents = per_chunk(documents)
-        return documents[: request.fetch]
-
-
-class Shown(NamedTuple):
-    """What the ranked documents show: each one's hits, its best chunks, and every chunk's fused score."""
-
-    hits: dict[str, list[Hit]]
-    best: dict[str, list[str]]
-    scores: dict[str, float]
-
 
 def _channel_hits(
     out: Mapping[str, Any], text: list[Hit], named: list[tuple[str, float, str]], passage_rows: list[dict[str, Any]], per_doc: int
@@ -288,22 +126,3 @@ def _channel_hits(
     if named:
         channels["document"] = documents.hits(named, passage_rows, per_doc)
     return channels
-
-
-def hits_of(rows: list[dict[str, Any]], channel: Channel) -> list[Hit]:
-    """A channel's hits from its rows, best first."""
-    return sorted((Hit.of(row, channel) for row in rows), key=lambda h: -h.score)
-
-
-_WORD = re.compile(r"\w+")
-
-
-def content_words(text: str) -> list[str]:
-    """The query's distinct words minus English stop words, for the BM25 channel: an OR over "the"
-    and "which" would match and score nearly every chunk."""
-    stop_words: Collection[str]
-    try:
-        from spacy.lang.en.stop_words import STOP_WORDS as stop_words
-    except ImportError:  # spaCy is optional; without it every word is searched
-        stop_words = frozenset()
-    return list(dict.fromkeys(w for w in _WORD.findall(text.lower()) if w not in stop_words))
