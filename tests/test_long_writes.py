@@ -16,7 +16,7 @@ from test_ingest_safety import integrity
 
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.db.sdk import RecordID
-from surreal_kgrag.extract import NOUN_PHRASE
+from surreal_kgrag.extract import NOUN_PHRASE, TITLE_KIND
 from surreal_kgrag.ingest import IngestConfig, Ingestor
 from surreal_kgrag.ingest.delete import delete_records
 from surreal_kgrag.ingest.records import DocumentWork, prepare
@@ -31,11 +31,12 @@ GROUP = 64  # chunks per write transaction in these tests (IngestConfig.group_ch
 WORDS = "revenue margin segment growth quarter operating income cash assets liabilities equity shares".split()
 
 
-def document(key: str, chunks: int, seed: int) -> DocumentWork:
+def document(key: str, chunks: int, seed: int, phrase: str = "") -> DocumentWork:
     """``chunks`` generated chunks; each mentions 6 of 150 shared concepts, so concepts recur across
-    chunks, slices and documents."""
+    chunks, slices and documents. ``phrase`` ends every tenth chunk's text (a name to bridge to)."""
     rng = random.Random(seed)
-    texts = [" ".join(rng.choice(WORDS) for _ in range(60)) + f" {seed}-{i}." for i in range(chunks)]
+    texts = [" ".join(rng.choice(WORDS) for _ in range(60)) + f" {seed}-{i}." + (f" {phrase}" if phrase and i % 10 == 0 else "")
+             for i in range(chunks)]
     spans, position = [], 0
     for index, text in enumerate(texts):
         spans.append(TextChunk(index=index, content=text, start=position, end=position + len(text)))
@@ -257,3 +258,71 @@ def test_a_value_the_sdk_cannot_encode_fails_its_document_and_the_others_are_wri
     assert all("cannot encode complex" in f.reason for f in summary.failures)
     write(reference, document("good.txt", 10, seed=1), document("after.txt", 10, seed=4))
     assert snapshot(store) == snapshot(reference) and integrity(store) == {}
+
+
+class Checking:
+    """The store, checking after each transaction that changes edges that every concept's `df` is
+    the number of documents its edges come from and `titled` whether one of them is `own`."""
+
+    WRITES = ("write_documents", "remove_stale_chunks", "retire_document", "delete_documents", "commit_document")
+
+    def __init__(self, store: SurrealStore) -> None:
+        self.store = store
+        self.wrong: list[Any] = []
+        self.writes: dict[str, int] = {}
+
+    def query(self, name: str, params: Any = None, **placeholders: Any) -> list[Any]:
+        result = self.store.query(name, params, **placeholders)
+        if name in self.WRITES:
+            self.writes[name] = self.writes.get(name, 0) + 1
+            self.wrong += self.store.query_text("test: df", (
+                "SELECT VALUE [record::id(id), df, titled] FROM concept"
+                " WHERE df != count(array::distinct(<-MENTIONS_CONCEPT.doc)) OR titled != array::any(<-MENTIONS_CONCEPT.own);"
+            ))[-1]
+        return result
+
+
+def test_frequencies_and_titles_of_a_concept_shared_by_long_documents_follow_slices_updates_and_deletes(store):
+    """df and `titled` change by deltas (fragments/document_frequencies.surql), also where a document
+    keeps other chunks: a stored document's slice, a bridged chunk, a stale chunk removed. `ledger` is
+    the title of A and D (own edges from all their chunks) and mentioned by B and C; `harbour office`
+    is E's title, named in B's chunks (reverse bridges into a long stored document). Every
+    transaction must leave each concept's df and titled equal to a count from its edges."""
+    ledger, title = ConceptMention(name="ledger", display="Ledger", kind=NOUN_PHRASE), ConceptMention(name="ledger", display="Ledger", kind=TITLE_KIND)
+    harbour = ConceptMention(name="harbour office", display="Harbour Office", kind=TITLE_KIND)
+    checking = Checking(store)
+
+    def work(key: str, chunks: int, seed: int, every: int = 0, phrase: str = "") -> DocumentWork:
+        made = document(key, chunks, seed, phrase)
+        made.mentions = [[*m, ledger] if every and i % every == 0 else m for i, m in enumerate(made.mentions)]
+        return made
+
+    def write_all(*items: tuple[DocumentWork, list[ConceptMention]]) -> None:
+        summary = IngestSummary()
+        Writer(checking, summary, group_size=16, group_chunks=GROUP, vector_min_chunks=2).write(
+            [prepare(made, titles) for made, titles in items], lambda: False
+        )
+        assert summary.failures == []
+
+    def concept(name: str) -> dict[str, Any] | None:
+        rows = store.query_text("test: concept", "SELECT df, titled FROM type::record('concept', $n);", {"n": name})[-1]
+        return rows[0] if rows else None
+
+    write_all((work("a", 150, 1), [title]), (work("b", 130, 2, every=3, phrase="Harbour Office"), []), (work("c", 20, 3, every=5), []),
+              (work("d", 100, 4), [title]))
+    assert concept("ledger") == {"df": 4, "titled": True}
+    write_all((work("e", 70, 5), [harbour]))  # bridged from B's stored chunks
+    assert concept("harbour office") == {"df": 2, "titled": True}
+    write_all((work("a", 70, 6, every=4), []))  # a shorter version of A, no longer titled: D still is
+    assert concept("ledger") == {"df": 4, "titled": True}
+    write_all((work("b", 80, 7), []))  # a shorter version of B that mentions neither
+    assert concept("ledger") == {"df": 3, "titled": True} and concept("harbour office") == {"df": 1, "titled": True}
+    assert delete_records(checking, [RecordID("document", "d")], slice_chunks=GROUP) == 1  # in steps
+    assert concept("ledger") == {"df": 2, "titled": False}
+    write_all((work("a", 90, 8, every=2), [title]), (work("b", 75, 9, every=3, phrase="Harbour Office"), []))  # titled again; bridged again
+    assert concept("ledger") == {"df": 3, "titled": True} and concept("harbour office") == {"df": 2, "titled": True}
+    assert delete_records(checking, [RecordID("document", k) for k in ("a", "e", "c")], slice_chunks=GROUP) == 3
+    assert concept("ledger") == {"df": 1, "titled": False} and concept("harbour office") == {"df": 1, "titled": False}
+    assert checking.wrong == []
+    assert checking.writes["remove_stale_chunks"] > 4 and checking.writes["commit_document"] >= 6  # the slice path throughout
+    assert integrity(store) == {}
