@@ -49,10 +49,11 @@ def iter_sources(
     ``<path>#part-00001``, ...
 
     Caps on what one input may cost, each reported as that input's failure (the rest load): a file
-    larger than ``max_file_bytes`` (256 MiB) is skipped unread; a JSON Lines line longer than
-    ``max_line_bytes`` (64 MiB) is skipped; a PDF with more than ``max_pdf_pages`` pages (5,000) is
-    skipped before its text is read, and one whose text grows past ``max_pdf_chars`` characters
-    (20,000,000) is skipped once it does.
+    read whole (JSON, HTML, PDF, short text) larger than ``max_file_bytes`` (256 MiB) is skipped
+    unread, while one read a line or a part at a time (JSON Lines, long text) may be larger; a JSON
+    Lines line longer than ``max_line_bytes`` (64 MiB) is skipped; a PDF with more than
+    ``max_pdf_pages`` pages (5,000) is skipped before its text is read, and one whose text grows past
+    ``max_pdf_chars`` characters (20,000,000) is skipped once it does.
     """
     options = loader_options(
         glob=glob,
@@ -74,36 +75,9 @@ def iter_sources(
         yield from guarded(_load_one(item, options), _label(item))
 
 
-def load_path(
-    path: str | os.PathLike[str],
-    *,
-    glob: str = "**/*",
-    text_field: str = "text",
-    title_field: str = "title",
-    id_field: str = "id",
-    access_field: str = "access",
-    follow_symlinks: bool = False,
-    max_file_bytes: int = MAX_FILE_BYTES,
-    max_line_bytes: int = MAX_LINE_BYTES,
-    max_pdf_pages: int = MAX_PDF_PAGES,
-    max_pdf_chars: int = MAX_PDF_CHARS,
-    part_chars: int = 1_000_000,
-) -> Iterator[SourceDocument | LoadFailure]:
-    """Load one file or folder; see :func:`iter_sources`."""
-    options = loader_options(
-        glob=glob,
-        text_field=text_field,
-        title_field=title_field,
-        id_field=id_field,
-        access_field=access_field,
-        follow_symlinks=follow_symlinks,
-        max_file_bytes=max_file_bytes,
-        max_line_bytes=max_line_bytes,
-        max_pdf_pages=max_pdf_pages,
-        max_pdf_chars=max_pdf_chars,
-        part_chars=part_chars,
-    )
-    yield from load_entry(path, options)
+def load_path(path: str | os.PathLike[str], **options: Any) -> Iterator[SourceDocument | LoadFailure]:
+    """Load one file or folder; ``options`` are :func:`iter_sources`'s."""
+    return iter_sources([path], **options)
 
 
 def from_text(
