@@ -202,7 +202,7 @@ def test_a_child_process_embeds_the_questions_and_the_answers_do_not_change(curi
             else:
                 assert asked == [{"query": question} for question in QUESTIONS]  # each question once, by the child
         # several threads share the child (LangChain's batch): each gets its own question's answer
-        retriever = make_retriever("graph", curie_store, embedder=child, extractor=spacy_extractor)
+        retriever = make_retriever("graph", curie_store, embedder=child)
         alone = {question: [doc.id for doc in retriever.search(question).documents] for question in QUESTIONS}
         for question in QUESTIONS:
             retriever.forget(question)
@@ -292,5 +292,5 @@ def answers_for(store: SurrealStore, mode: str, embedder: Any, extractor: Any, q
 
 
 def extracting(mode: str, extractor: Any) -> dict[str, Any]:
-    """The hybrid and graph modes read the question with the extractor the store was built with."""
-    return {} if mode == "chunk" else {"extractor": extractor}
+    """Hybrid reads the question's concepts with the extractor the store was built with."""
+    return {"extractor": extractor} if mode == "hybrid" else {}

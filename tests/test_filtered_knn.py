@@ -108,10 +108,8 @@ def test_hybrid_vector_channel_reaches_every_chunk_a_selective_filter_passes(sto
 def test_a_filter_that_passes_every_document_ranks_as_no_filter(store, minilm, spacy_extractor, mode):
     """A filtered KNN reads a larger pool than it ranks (for the neighbours filtered HNSW drops):
     the extra vectors are not seeds, vector hits or BM25 hits, so the ranking is the unfiltered one."""
-    if mode == "chunk":
-        retriever = make_retriever(mode, store, embedder=minilm)
-    else:
-        retriever = make_retriever(mode, store, embedder=minilm, extractor=spacy_extractor)
+    extra = {"extractor": spacy_extractor} if mode == "hybrid" else {}
+    retriever = make_retriever(mode, store, embedder=minilm, **extra)
     for question in QUESTIONS:
         plain = retriever.search(question, k=K)
         everything = retriever.search(question, k=K, filters={"n": {"$gte": 0}})
@@ -123,7 +121,8 @@ def test_a_filter_that_passes_every_document_ranks_as_no_filter(store, minilm, s
 def test_threshold_keeps_less_similar_chunks_out_of_every_mode(store, minilm, spacy_extractor, mode):
     """The KNN's chunks below ``threshold`` are neither vector hits nor dense seeds, in every mode."""
     def vector_scores(threshold: float) -> list[float]:
-        retriever = make_retriever(mode, store, embedder=minilm, extractor=spacy_extractor, threshold=threshold)
+        extra = {"extractor": spacy_extractor} if mode == "hybrid" else {}
+        retriever = make_retriever(mode, store, embedder=minilm, threshold=threshold, **extra)
         found = [retriever.search(question, k=K) for question in QUESTIONS]
         return [p.score for result in found for d in result.documents for p in d.provenance if p.channel == "vector"]
 

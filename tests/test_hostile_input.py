@@ -121,7 +121,7 @@ def ingestor(store, minilm, spacy_extractor):
 @pytest.fixture(scope="module")
 def retrievers(store, minilm, spacy_extractor):
     return {
-        mode: make_retriever(mode, store, embedder=minilm, **({"extractor": spacy_extractor} if mode in ("hybrid", "graph") else {}))
+        mode: make_retriever(mode, store, embedder=minilm, **({"extractor": spacy_extractor} if mode == "hybrid" else {}))
         for mode in MODES
     }
 
@@ -411,9 +411,8 @@ def test_questions_in_every_mode_answer_or_are_rejected(store, retrievers, quest
 def test_access_labels_are_matched_verbatim(store, minilm, spacy_extractor, vector, labels, mode):
     with Unchanged(store):
         try:
-            retriever = make_retriever(mode, store, embedder=minilm, access=labels, extractor=spacy_extractor) if mode in (
-                "hybrid", "graph"
-            ) else make_retriever(mode, store, embedder=minilm, access=labels)
+            extra = {"extractor": spacy_extractor} if mode == "hybrid" else {}
+            retriever = make_retriever(mode, store, embedder=minilm, access=labels, **extra)
             documents = retriever.search(QUESTION, k=10, embedding=vector).documents
         except KGRagError as error:
             assert str(error) and not storable(labels)

@@ -63,7 +63,7 @@ def test_every_mode_on_one_retriever_from_many_threads_equals_the_sequential_run
     each mode on one retriever, return what one thread returns, call for call."""
 
     def build(mode):
-        extra = {"extractor": spacy_extractor} if mode in ("hybrid", "graph") else {}
+        extra = {"extractor": spacy_extractor} if mode == "hybrid" else {}
         return make_retriever(mode, store, embedder=minilm, **extra)
 
     def answer(retriever, question):

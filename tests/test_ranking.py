@@ -52,7 +52,7 @@ def store(minilm, spacy_extractor):
 @pytest.fixture(scope="module")
 def build(store, minilm, spacy_extractor):
     def make(mode, **options):
-        extra = {"extractor": spacy_extractor} if mode in ("hybrid", "graph") else {}
+        extra = {"extractor": spacy_extractor} if mode == "hybrid" else {}
         return make_retriever(mode, store, embedder=minilm, **extra, **options)
 
     return make

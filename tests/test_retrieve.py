@@ -48,7 +48,7 @@ def store(minilm, spacy_extractor):
 @pytest.fixture(scope="module")
 def retrievers(store, minilm, spacy_extractor):
     def build(mode, **options):
-        extra = {"extractor": spacy_extractor} if mode in ("hybrid", "graph") else {}
+        extra = {"extractor": spacy_extractor} if mode == "hybrid" else {}
         return make_retriever(mode, store, embedder=minilm, **extra, **options)
 
     return build

@@ -59,7 +59,7 @@ def test_retrievers_and_tools_of_a_reader_see_only_its_labels(url, minilm, spacy
     visible = _documents(label)
     with reader_store(url, name) as store:
         for mode in ("chunk", "concept", "hybrid", "graph"):
-            extra = {"extractor": spacy_extractor} if mode in ("hybrid", "graph") else {}
+            extra = {"extractor": spacy_extractor} if mode == "hybrid" else {}
             retriever = make_retriever(mode, store, embedder=minilm, **extra)
             found = retriever.search("Marie Curie, polonium and the Baltic Sea near Stockholm and Krakow", k=10)
             assert found.documents and {d.id for d in found.documents} <= visible, (mode, found.documents)

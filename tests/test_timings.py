@@ -44,7 +44,7 @@ def store(minilm, spacy_extractor):
 
 
 def _retriever(store, minilm, spacy_extractor, mode, **options):
-    extra = {"extractor": spacy_extractor} if mode in ("hybrid", "graph") else {}
+    extra = {"extractor": spacy_extractor} if mode == "hybrid" else {}
     retriever = make_retriever(mode, store, embedder=minilm, **extra, **options)
     retriever.search("load the models first", k=3)
     return retriever

@@ -40,7 +40,6 @@ class ChunkTotals(NamedTuple):
 class Loaded:
     """What a retriever reads once or now and then, in one object its narrowed copies share."""
 
-    extractor: Any = None  # the question's extractor, once loaded (hybrid)
     schema: int = 0  # the store's schema version as last read (it only goes up)
     documents: tuple[int, float] | None = None  # documents in the store, and when they were counted
 
@@ -53,11 +52,10 @@ class FusedRetriever(BaseRetriever):
     config_class: ClassVar[type[RetrieverConfig]] = HybridConfig
     config: HybridConfig
 
-    def __init__(self, store: SurrealStore, *, extractor: Any = None, **kwargs: Any) -> None:
+    def __init__(self, store: SurrealStore, **kwargs: Any) -> None:
         super().__init__(store, **kwargs)
         # What is read once or now and then lives in holders, never in plain fields: a narrowed
         # retriever is a shallow copy (BaseRetriever.narrowed) and shares them with its original.
-        self._extractor_spec = extractor
         # Chunks in each scope searched, and in the store: (ChunkTotals, when counted).
         self._chunk_totals = LRU(64)
         self._loaded = Loaded()

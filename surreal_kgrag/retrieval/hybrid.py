@@ -36,18 +36,12 @@ class HybridRetriever(FusedRetriever):
     config: HybridConfig
 
     def __init__(self, store: SurrealStore, *, extractor: Any = None, **kwargs: Any) -> None:
-        super().__init__(store, extractor=extractor, **kwargs)
-        self._extractor_lock = threading.Lock()
+        super().__init__(store, **kwargs)
+        self._extractor = _Extractor(extractor)  # a holder: narrowed copies share the loaded model
         self._query_concepts = LRU()
 
     def _concepts(self, query: str) -> list[str]:
-        with self._extractor_lock:  # loading spaCy takes seconds: once, whatever the threads
-            extractor = self._loaded.extractor
-            if extractor is None:
-                from ..extract import resolve_extractor
-
-                extractor = self._loaded.extractor = resolve_extractor(self._extractor_spec)
-        mentions = extractor.extract([query])[0]
+        mentions = self._extractor.loaded().extract([query])[0]
         # A long question names many concepts, each a walk in search_hybrid.surql: the first
         # MAX_QUESTION_CONCEPTS it names are kept (every one of any ordinary question).
         names = list(dict.fromkeys(m.name for m in mentions))[:MAX_QUESTION_CONCEPTS]
@@ -126,3 +120,21 @@ def _channel_hits(
     if named:
         channels["document"] = documents.hits(named, passage_rows, per_doc)
     return channels
+
+
+class _Extractor:
+    """The question's concept extractor, loaded on first use: once, whatever the threads, since
+    loading spaCy takes seconds."""
+
+    def __init__(self, spec: Any) -> None:
+        self._spec = spec
+        self._extractor: Any = None
+        self._lock = threading.Lock()
+
+    def loaded(self) -> Any:
+        with self._lock:
+            if self._extractor is None:
+                from ..extract import resolve_extractor
+
+                self._extractor = resolve_extractor(self._spec)
+            return self._extractor
