@@ -22,7 +22,7 @@ from . import documents
 from .base import LRU, BaseRetriever, Request
 from .config import HybridConfig, RetrieverConfig
 from .fusion import Hit, chunk_from, fuse, fuse_chunks, per_chunk, top_chunks
-from .plan import Compute, Plan, Query
+from .plan import Compute, Concurrently, Plan, Query
 from .results import HYDRATE, RANK, Channel, RetrievedDocument
 
 _RECOUNT_SECONDS = 60.0
@@ -99,11 +99,11 @@ class FusedRetriever(BaseRetriever):
         counted = yield from self._schema_since(NAME_COUNTS_SINCE)
         return documents.name_lookup(spans, periods, self.config.document_per_name, counted, request)
 
-    def _question(self, query: str) -> tuple[list[str], list[phrases.Span], list[str]]:
+    def _question(self, query: str) -> Question:
         """The question's BM25 words (none without the BM25 channel), its n-grams and the periods it names."""
         words = content_words(query) if self.config.fulltext else []
         spans, periods = documents.question_names(query)
-        return words, spans, periods
+        return Question(words, spans, periods)
 
     def _named_documents(
         self, request: Request, rows: list[dict[str, Any]], spans: list[phrases.Span], periods: list[str]
@@ -112,6 +112,23 @@ class FusedRetriever(BaseRetriever):
         total = yield from self._documents_in_store()
         find = partial(documents.named_documents, request.query, rows, spans, periods, total, self.config)
         return (yield Compute(find, RANK))
+
+    def _lexical(
+        self, request: Request, question: Question, totals: ChunkTotals, candidates: int, beside: tuple[Query, ...] = ()
+    ) -> Plan[Lexical]:
+        """The channels that need no vector, read together and with the queries ``beside``: the BM25
+        hits and the documents the question names (each only when the config asks for it)."""
+        words, spans, periods = question
+        queries = list(beside)
+        if words:
+            queries.append(self._text_query(request, words, totals, candidates))
+        if self._uses_documents():
+            queries.append((yield from self._name_lookup(request, spans, periods)))
+        results = list((yield Concurrently(tuple(queries)))) if queries else []
+        answers = [results.pop(0)[-1] for _ in beside]
+        text = yield Compute(partial(hits_of, results.pop(0)[-1] if words else [], "text"), RANK)
+        named = (yield from self._named_documents(request, results.pop(0)[-1], spans, periods)) if self._uses_documents() else []
+        return Lexical(answers, text, named)
 
     def _text_query(self, request: Request, words: list[str], totals: ChunkTotals, candidates: int) -> Query:
         params = {
@@ -183,6 +200,24 @@ class FusedRetriever(BaseRetriever):
         if self.config.group_by == "chunk":
             documents = per_chunk(documents)
         return documents[: request.fetch]
+
+
+class Question(NamedTuple):
+    """What the fused modes read from the question's text: its BM25 words (none without the BM25
+    channel), its n-grams and the periods it names."""
+
+    words: list[str]
+    spans: list[phrases.Span]
+    periods: list[str]
+
+
+class Lexical(NamedTuple):
+    """The channels read before the vector: the answers of the queries read beside them, the BM25
+    hits, and the documents the question names (document, weight, the name that matched)."""
+
+    beside: list[Any]
+    text: list[Hit]
+    named: list[tuple[str, float, str]]
 
 
 class Shown(NamedTuple):

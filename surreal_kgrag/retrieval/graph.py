@@ -32,9 +32,9 @@ from ..surql import CompiledFilter
 from . import documents
 from .base import Pool, Request
 from .config import GraphConfig, RetrieverConfig
-from .fused import FusedRetriever, hits_of
+from .fused import FusedRetriever
 from .fusion import Hit
-from .plan import Compute, Concurrently, Plan, Query
+from .plan import Compute, Plan, Query
 from .results import ANALYZE, RANK, ConceptMatch, RetrievedDocument
 from .walk import Subgraph, WalkSettings, assemble, dense_reset, idf, personalized_pagerank
 
@@ -59,20 +59,14 @@ class GraphRetriever(FusedRetriever):
 
     def _plan(self, request: Request) -> Plan[list[RetrievedDocument]]:
         config = self.config
-        words, spans, periods = yield Compute(partial(self._question, request.query), ANALYZE)
+        question = yield Compute(partial(self._question, request.query), ANALYZE)
         totals = yield from self._chunk_total(request)
         chunk_total = totals.scope
         candidates = self._candidates(request)
         pool = Pool(request, candidates, threshold=config.threshold)
-        queries = [names_query(request, spans)]
-        if words:
-            queries.append(self._text_query(request, words, totals, candidates))
-        if self._uses_documents():
-            queries.append((yield from self._name_lookup(request, spans, periods)))
-        results = yield Concurrently(tuple(queries))
-        names = yield Compute(partial(self._names, spans, results[0][-1], chunk_total), ANALYZE)
-        text = yield Compute(partial(hits_of, results[1][-1] if words else [], "text"), RANK)
-        named_docs = (yield from self._named_documents(request, results[-1][-1], spans, periods)) if self._uses_documents() else []
+        beside = (names_query(request, question.spans),)
+        (name_rows,), text, named_docs = yield from self._lexical(request, question, totals, candidates, beside)
+        names = yield Compute(partial(self._names, question.spans, name_rows, chunk_total), ANALYZE)
         pool.unread = [doc for doc, _, _ in named_docs]  # their passages come from the first subgraph's KNN
         yield from self.embedded(request)  # the queries before need no vector: they ran while it was computed
         while pool.size is not None:

@@ -14,7 +14,7 @@ from .base import LRU, Pool, Request
 from .config import HybridConfig, RetrieverConfig
 from .fused import FusedRetriever, content_words, hits_of
 from .fusion import Hit
-from .plan import Call, Compute, Concurrently, Plan, Query
+from .plan import Call, Compute, Plan, Query
 from .results import ANALYZE, RANK, RetrievedDocument
 
 __all__ = ["MAX_QUESTION_CONCEPTS", "HybridRetriever", "content_words"]
@@ -75,13 +75,8 @@ class HybridRetriever(FusedRetriever):
         totals = yield from self._chunk_total(request)
         candidates = self._candidates(request)
         pool = Pool(request, candidates, threshold=self.config.threshold)
-        words, spans, periods = yield Compute(partial(self._question, request.query), ANALYZE)
-        early = [self._text_query(request, words, totals, candidates)] if words else []
-        if self._uses_documents():
-            early.append((yield from self._name_lookup(request, spans, periods)))
-        results = (yield Concurrently(tuple(early))) if early else []
-        text = yield Compute(partial(hits_of, results[0][-1] if words else [], "text"), RANK)
-        named = (yield from self._named_documents(request, results[-1][-1], spans, periods)) if self._uses_documents() else []
+        question = yield Compute(partial(self._question, request.query), ANALYZE)
+        _, text, named = yield from self._lexical(request, question, totals, candidates)
         pool.unread = [doc for doc, _, _ in named]  # their passages come from the first pool's KNN
         yield from self.embedded(request)  # the queries before need no vector: they ran while it was computed
         channels: dict[str, list[Hit]] = {}
