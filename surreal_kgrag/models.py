@@ -48,6 +48,13 @@ class SourceDocument(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     access: list[str] = Field(default_factory=list)
     layout: TextLayout | None = Field(None, description="pages, sections and tables of ``text``, when the loader knows them")
+    parts: int | None = Field(
+        None,
+        ge=1,
+        description="for one part of a file read in parts (key ``<source>#part-00001``, ...): how many parts the file "
+        "has now; the ingest deletes the file's stored parts past it. Neither stored nor hashed, so a file that grows "
+        "by a part re-ingests that part only",
+    )
 
     @property
     def content_hash(self) -> str:

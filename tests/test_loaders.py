@@ -792,7 +792,7 @@ def test_a_long_text_file_is_read_in_parts_that_add_up_to_the_file(tmp_path: Pat
     assert all(p.text.endswith("\n\n") for p in parts[:-1])  # cut at paragraph breaks
     key = str(path.resolve())
     assert [p.key for p in parts] == [f"{key}#part-{i:05d}" for i in range(1, len(parts) + 1)]
-    assert {p.source for p in parts} == {key} and {p.metadata["parts"] for p in parts} == {len(parts)}
+    assert {p.source for p in parts} == {key} and {p.parts for p in parts} == {len(parts)}
     assert one(path, part_chars=3_000_000).key == key  # under the part size it is one document
 
 

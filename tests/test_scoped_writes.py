@@ -37,7 +37,7 @@ def store(minilm, spacy_extractor):
         documents = [
             SourceDocument(key="secret", title="Zephyr", text=SECRET, source="vault.txt", access=["staff"]),
             SourceDocument(key="notes.txt#part-00002", text="Second part of the staff notes.", source="notes.txt",
-                           access=["staff"], metadata={"parts": 2}),
+                           access=["staff"], parts=2),
             SourceDocument(key="shared", text="Warsaw is the capital of Poland.", source="shared.txt", access=["public", "staff"]),
         ]
         assert admin.ingest(documents).added == 3

@@ -77,11 +77,10 @@ def stale_parts(store: SurrealStore, docs: list[SourceDocument], scope: Scope = 
     or the parts of a file now read whole; only those ``scope`` can read."""
     expected: dict[str, set[str]] = {}
     for doc in docs:
-        parts = doc.metadata.get("parts")
         if doc.key == doc.source:
             expected[doc.source] = {doc.key}
-        elif isinstance(parts, int) and doc.key.startswith(f"{doc.source}#part-"):
-            expected[doc.source] = {f"{doc.source}#part-{i:05d}" for i in range(1, parts + 1)}
+        elif doc.parts is not None and doc.key.startswith(f"{doc.source}#part-"):
+            expected[doc.source] = {f"{doc.source}#part-{i:05d}" for i in range(1, doc.parts + 1)}
     if not expected:
         return []
     rows: list[dict[str, Any]] = store.query("document_parts", {"sources": list(expected)})[-1]

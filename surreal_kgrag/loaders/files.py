@@ -225,7 +225,8 @@ def _load_text_parts(path: Path, resolved: str, part_chars: int, max_bytes: int)
                 title=title,
                 source=resolved,
                 content_type=content_type,
-                metadata={"file_name": path.name, "part": number, "parts": total},
+                metadata={"file_name": path.name, "part": number},
+                parts=total,
             )
     except LoaderError as exc:  # it passed the first reading: the file changed in between
         yield LoadFailure(source=resolved, reason=f"the file changed while it was read: {exc}")
