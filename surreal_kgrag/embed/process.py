@@ -10,7 +10,7 @@ hybrid mode, its n-grams) and runs the queries that need no vector (BM25, the na
 instead of doing one after the other (:func:`in_own_process`; ``benchmarks/query_profile.py
 --embedding-process``).
 
-The child is ``python -c`` running :func:`_serve`: it loads the same model (by name or folder,
+The child is ``python -c`` running :func:`.child.serve`: it loads the same model (by name or folder,
 on the same device, with the same batch size) and answers lists of texts, or one question, with
 their vectors over its stdin and stdout. Nothing of the caller's ``__main__`` runs in it, so a
 script without an ``if __name__ == "__main__"`` guard is safe. The parent keeps its own copy of the
@@ -25,19 +25,18 @@ import asyncio
 import json
 import logging
 import os
-import signal
-import struct
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigurationError
 from .base import check_texts
+from .child import LENGTH, read_reply
 
 logger = logging.getLogger(__name__)
 
@@ -48,20 +47,18 @@ MIN_MEMORY = 4 * 1024**3
 #: child's start (a few seconds of CPU, importing torch and loading the model) and gain nothing.
 MIN_TEXTS = 512
 
-# The child's program: this module's _serve, and nothing of the caller's __main__. It imports what
+# The child's program: child.serve, and nothing of the caller's __main__. It imports what
 # the parent imported (PYTHONPATH is the parent's sys.path) and prints no progress bars. Its OpenMP
 # threads sleep when they wait instead of spinning (unless the caller chose otherwise): they share the
 # cores with the parent's spaCy and engine, and spinning burned the CPU those needed (the 20 filings,
 # same script: 296.7 s spinning, 257.8 s passive).
-_CHILD = "import json, sys; from surreal_kgrag.embed.process import _serve; _serve(json.loads(sys.argv[1]))"
+_CHILD = "import json, sys; from surreal_kgrag.embed.child import serve; serve(json.loads(sys.argv[1]))"
 _CHILD_ENV = {
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",
     "TRANSFORMERS_VERBOSITY": "error",
     "TQDM_DISABLE": "1",
     "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
 }
-_HEADER = struct.Struct("<cI")  # a reply: its kind (b"R"eady, b"V"ectors, b"E"rror) and payload length
-_LENGTH = struct.Struct("<I")  # a request: the payload length (0: stop)
 _WATCH_PERIOD = 0.25  # seconds between two looks at a pending request's deadline
 _LOCK_POLL = 0.005  # seconds between two looks, while a question waits for the pipes, at whether a batch holds them
 #: The seconds a child may take to load the model (it then says it is ready); a child that takes
@@ -200,7 +197,7 @@ class ProcessEmbedding:
         if self._ready.is_set():  # let it finish its reply and exit; a loading child has nothing to finish
             try:
                 assert child.stdin is not None
-                child.stdin.write(_LENGTH.pack(0))
+                child.stdin.write(LENGTH.pack(0))
                 child.stdin.close()
                 child.wait(timeout=10)
             except (OSError, subprocess.TimeoutExpired):
@@ -244,7 +241,7 @@ class ProcessEmbedding:
         loading.daemon = True
         loading.start()
         try:
-            kind, payload = _read_reply(child.stdout)
+            kind, payload = read_reply(child.stdout)
         except (OSError, EOFError, ValueError) as error:
             kind, payload = b"E", str(error).encode()
         loading.cancel()
@@ -274,9 +271,9 @@ class ProcessEmbedding:
         self._requests += 1
         self._pending = (time.monotonic() + limit, self._requests)
         try:
-            child.stdin.write(_LENGTH.pack(len(request)) + request)
+            child.stdin.write(LENGTH.pack(len(request)) + request)
             child.stdin.flush()
-            kind, payload = _read_reply(child.stdout)
+            kind, payload = read_reply(child.stdout)
         except (OSError, EOFError) as error:
             if self._late:
                 raise TimeoutError(f"the embedding child process did not answer within {limit:.1f} s") from error
@@ -388,50 +385,3 @@ def available_memory() -> int:
 def _spec_of(embedder: Any) -> dict[str, Any] | None:
     spec = getattr(embedder, "process_spec", None)
     return spec() if callable(spec) else None
-
-
-def _read_reply(stream: IO[bytes] | None) -> tuple[bytes, bytes]:
-    assert stream is not None
-    kind, length = _HEADER.unpack(_read_exactly(stream, _HEADER.size))
-    return kind, _read_exactly(stream, length)
-
-
-def _read_exactly(stream: IO[bytes], size: int) -> bytes:
-    data = stream.read(size)
-    if len(data) != size:
-        raise EOFError("the embedding child process exited")
-    return data
-
-
-def _serve(spec: dict[str, Any]) -> None:
-    """The child: load the model, say ready, then answer requests until told to stop or stdin closes."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it finishes its write, then closes us
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # nothing a library prints may get into the replies
-
-    def reply(kind: bytes, payload: bytes) -> None:
-        stdout.write(_HEADER.pack(kind, len(payload)) + payload)
-        stdout.flush()
-
-    try:
-        from .local import SentenceTransformerEmbedder
-
-        embedder = SentenceTransformerEmbedder(**spec)
-        embedder.embed_documents(["ready"])
-    except Exception as error:  # reported to the parent, which embeds by itself
-        reply(b"E", f"{type(error).__name__}: {error}".encode())
-        return
-    reply(b"R", b"")
-    while True:
-        header = stdin.read(_LENGTH.size)
-        if len(header) < _LENGTH.size:
-            return
-        (length,) = _LENGTH.unpack(header)
-        if length == 0:
-            return
-        try:
-            texts = json.loads(stdin.read(length))
-            vectors = embedder.embed_query(texts["query"])[None, :] if isinstance(texts, dict) else embedder.embed_documents(texts)
-            reply(b"V", np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
-        except Exception as error:
-            reply(b"E", f"{type(error).__name__}: {error}".encode())

@@ -106,7 +106,10 @@ class Writer:
             self._count([item], created)
 
     def _retrying(self, write: Callable[[], int]) -> int:
-        """``write()``, again when it lost a write conflict to another writer."""
+        """``write()``, again when it lost a write conflict to another writer. The store already
+        retries the transaction itself (``db/retry.py``) with the same parameters; this retries from
+        the reads those parameters came from (the bridges, the concepts earlier slices mention),
+        which the writer that won may have changed."""
         for attempt in range(1, ATTEMPTS + 1):
             try:
                 return write()
