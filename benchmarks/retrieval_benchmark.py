@@ -52,7 +52,7 @@ class EdgeWalkingGraphRetriever(GraphRetriever):
 
 
 def fusion_timing(store: SurrealStore, retriever: HybridRetriever, questions: list[str]) -> dict[str, float]:
-    """Median time to fuse the three hybrid channels: client-side RRF vs ``search::rrf`` in the database."""
+    """Median time to fuse the hybrid channels: client-side RRF vs ``search::rrf`` in the database."""
     client, server = [], []
     for question in questions:
         channels = run(store, retriever.channels_for(question, k=10))

@@ -1,6 +1,6 @@
 """A LangChain LCEL RAG chain over a surreal-kgrag store of examples/data.
 
-    python examples/langchain_rag.py "Where was Marie Curie born?" [--mode concept] [--db mem://]
+    python examples/langchain_rag.py "Where was Marie Curie born?" [--mode graph] [--db mem://]
 
 Offline by default: without OPENAI_API_KEY the chain's model is LangChain's FakeListChatModel (a
 canned answer; the retrieval is real). With OPENAI_API_KEY set it uses ChatOpenAI ($OPENAI_MODEL,
@@ -46,7 +46,7 @@ def chat_model() -> BaseChatModel:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("question", nargs="?", default="Where was Marie Curie born?")
-    parser.add_argument("--mode", default="concept", help="retrieval mode: chunk, concept (hybrid, graph when available)")
+    parser.add_argument("--mode", default="graph", help="retrieval mode: chunk, concept, hybrid or graph")
     parser.add_argument("--db", default="mem://", help="store URL (default: a private in-memory store)")
     parser.add_argument("-k", type=int, default=3)
     args = parser.parse_args()

@@ -7,7 +7,7 @@ document (``document.names``) and matched at query time against every n-gram of 
 the periods it names (``"Q3 2023"``, ``"third quarter of 2023"`` -> ``"2023 q3"``), so a question
 that names a document's company and quarter finds it however long it is, without a per-chunk hub
 limit in the way. Rarity is counted over documents (see
-:func:`surreal_kgrag.retrieval.documents.identity_ranking`), so a name every document carries
+:func:`surreal_kgrag.retrieval.documents.named_documents`), so a name every document carries
 ("10-Q", "United States") weighs nothing.
 
 A question asking for the latest or most recent document, with no period named, is answered by

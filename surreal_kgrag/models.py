@@ -52,8 +52,8 @@ class SourceDocument(BaseModel):
         None,
         ge=1,
         description="for one part of a file read in parts (key ``<source>#part-00001``, ...): how many parts the file "
-        "has now; the ingest deletes the file's stored parts past it. Neither stored nor hashed, so a file that grows "
-        "by a part re-ingests that part only",
+        "has now; the ingest deletes the file's stored parts past it. Neither stored nor hashed, so a file grown at "
+        "its end re-ingests only its last part and the new ones",
     )
 
     @property

@@ -7,7 +7,7 @@ so every retrieval mode works on it), with ``IngestConfig.keep_text`` so it read
 
 - :meth:`TextStore.add` writes texts under caller ids (a uuid4 when an id is None) and returns the ids;
   adding an id again replaces that text (an unchanged one is skipped).
-- :meth:`TextStore.get` / :meth:`TextStore.delete` by ids; :meth:`TextStore.delete_where` by filter.
+- :meth:`TextStore.get` by ids; :meth:`TextStore.delete` by ids, by filter, or both.
 - :meth:`TextStore.search`: the ``k`` nearest texts to a query or a vector, each scored by its best
   chunk's cosine similarity to the query (-1 .. 1), within the scope and an optional filter.
 - :meth:`TextStore.mmr`: maximal marginal relevance over the ``fetch_k`` nearest, relevance measured

@@ -13,7 +13,7 @@ from surreal_kgrag import Ingestor, SourceDocument, SurrealStore
 from surreal_kgrag.cli import main as cli_main
 from surreal_kgrag.extract import CallableConceptExtractor
 from surreal_kgrag.retrieval import make_retriever
-from surreal_kgrag.retrieval.config import HybridConfig
+from surreal_kgrag.retrieval.config import GraphConfig, HybridConfig
 from surreal_kgrag.retrieval.filters import FilterError, compile_filter
 from surreal_kgrag.retrieval.hybrid import MAX_QUESTION_CONCEPTS
 
@@ -389,3 +389,15 @@ def test_a_long_question_walks_from_a_bounded_number_of_concepts(store, minilm, 
 def test_hybrid_limits_have_upper_bounds(option):
     with pytest.raises(ValidationError):
         HybridConfig(**{option: 10**9})
+
+
+def test_options_beside_a_config_override_it_and_are_checked(store, minilm):
+    """Options passed with a ``config`` were dropped: ``k`` beside a config kept the config's k, and
+    an option the mode does not have (graph's ``extractor``) passed silently."""
+    retriever = make_retriever("graph", store, embedder=minilm, config=GraphConfig(k=3, max_df=7), k=8)
+    assert (retriever.config.k, retriever.config.max_df) == (8, 7)
+    assert len(retriever.search("Is Polonium named after Poland?").documents) > 3
+    with pytest.raises(ValidationError, match="extractor"):
+        make_retriever("graph", store, embedder=minilm, config=GraphConfig(), extractor="en_core_web_sm")
+    with pytest.raises(ValidationError, match="extractor"):
+        make_retriever("concept", store, embedder=minilm, extractor="en_core_web_sm")

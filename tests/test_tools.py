@@ -448,11 +448,11 @@ async def test_mcp_server_module_serves_over_stdio(tmp_path, minilm, spacy_extra
 
 
 def _embedding_children(url: str) -> int:
-    """Processes running surreal_kgrag.embed.process's child program for a server of the store at ``url``."""
+    """Processes running the embedding child's program (surreal_kgrag.embed.child) for a server of the store at ``url``."""
     count = 0
     for proc in Path("/proc").glob("[0-9]*"):
         try:
-            if b"surreal_kgrag.embed.process import _serve" not in (proc / "cmdline").read_bytes():
+            if b"surreal_kgrag.embed.child import serve" not in (proc / "cmdline").read_bytes():
                 continue
             parent = (proc / "stat").read_text().rsplit(") ", 1)[1].split()[1]
             count += url.encode() in Path(f"/proc/{parent}/cmdline").read_bytes()

@@ -103,9 +103,13 @@ class BaseRetriever:
     ) -> None:
         self.store = store
         self.embedder = resolve_embedder(embedder)
-        self.config = config or self.config_class(**options)
-        if not isinstance(self.config, self.config_class):
-            raise TypeError(f"{type(self).__name__} takes a {self.config_class.__name__}, got {type(self.config).__name__}")
+        if config is None:
+            config = self.config_class(**options)
+        elif not isinstance(config, self.config_class):
+            raise TypeError(f"{type(self).__name__} takes a {self.config_class.__name__}, got {type(config).__name__}")
+        elif options:  # options given beside a config override its fields (and are checked like them)
+            config = type(config)(**{**config.model_dump(), **options})
+        self.config = config
         self.reranker = reranker
         # The config's access labels and filter, narrowed by `scope` (a bad filter fails here).
         self.scope = Scope.of(scope, access=self.config.access, filters=self.config.filters).narrow(
@@ -200,7 +204,7 @@ class BaseRetriever:
         scope: Scope | None = None,
     ) -> Plan[Request]:
         """The checked request a search runs: k, the scope and filter, the query's embedding (and,
-        in hybrid and graph modes, the concepts it names)."""
+        in hybrid mode, the concepts it names)."""
         _check_query(query, self.config.max_query_chars)
         k = checked_int("k", k if k is not None else self.config.k, maximum=1000)
         fetch = max(k, self.config.rerank_pool) if self.reranker is not None else k
