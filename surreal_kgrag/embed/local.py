@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import longlived
 from ..checks import is_installed
 from ..errors import ConfigurationError, ModelNotAvailableError
 from .base import BaseEmbedder, check_text, check_texts, positive_int
@@ -203,7 +204,8 @@ def _load_sentence_transformer(name: str, device: str, local_files_only: bool) -
                 f"{hint}; any model can also be given as a local folder path or a loaded SentenceTransformer."
             ) from exc
         local = _MODELS[key] = _LocalModel(model)
-        return local
+    longlived.freeze_loaded()  # its objects live as long as the process: out of the collector's walks
+    return local
 
 
 def _instance_name(model: Any) -> str:

@@ -10,6 +10,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import longlived
 from ..checks import is_installed
 from ..errors import ConfigurationError, ModelNotAvailableError
 
@@ -43,8 +44,8 @@ def load_spacy(spacy_model: str | Language = "auto") -> Language:
         return require_language(spacy_model)
     name = resolve_pipeline_name(spacy_model)
     with _PIPELINES_LOCK:
-        nlp = _PIPELINES.get(name)
-        if nlp is None:
+        cached = _PIPELINES.get(name)
+        if cached is None:
             import spacy
 
             try:
@@ -53,6 +54,9 @@ def load_spacy(spacy_model: str | Language = "auto") -> Language:
                 raise ModelNotAvailableError(f"spaCy pipeline {name!r} could not be loaded: {exc}. {_INSTALL_HINT}") from exc
             _use_numpy_matmul(nlp)
             _PIPELINES[name] = nlp
+    if cached is not None:
+        return cached
+    longlived.freeze_loaded()  # its objects live as long as the process: out of the collector's walks
     return nlp
 
 
