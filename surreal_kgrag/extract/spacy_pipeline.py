@@ -44,18 +44,17 @@ def load_spacy(spacy_model: str | Language = "auto") -> Language:
         return require_language(spacy_model)
     name = resolve_pipeline_name(spacy_model)
     with _PIPELINES_LOCK:
-        cached = _PIPELINES.get(name)
-        if cached is None:
-            import spacy
+        nlp = _PIPELINES.get(name)
+        if nlp is not None:
+            return nlp
+        import spacy
 
-            try:
-                nlp = spacy.load(name)
-            except OSError as exc:  # spaCy's "Can't find model" (E050) and unreadable model files
-                raise ModelNotAvailableError(f"spaCy pipeline {name!r} could not be loaded: {exc}. {_INSTALL_HINT}") from exc
-            _use_numpy_matmul(nlp)
-            _PIPELINES[name] = nlp
-    if cached is not None:
-        return cached
+        try:
+            nlp = spacy.load(name)
+        except OSError as exc:  # spaCy's "Can't find model" (E050) and unreadable model files
+            raise ModelNotAvailableError(f"spaCy pipeline {name!r} could not be loaded: {exc}. {_INSTALL_HINT}") from exc
+        _use_numpy_matmul(nlp)
+        _PIPELINES[name] = nlp
     longlived.freeze_loaded()  # its objects live as long as the process: out of the collector's walks
     return nlp
 
