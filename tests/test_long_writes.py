@@ -23,9 +23,11 @@ from surreal_kgrag.ingest.records import DocumentWork, prepare
 from surreal_kgrag.ingest.slices import claim, finish_pending_writes, slices
 from surreal_kgrag.ingest.writer import Writer
 from surreal_kgrag.models import ConceptMention, IngestSummary, SourceDocument, TextChunk
+from surreal_kgrag.retrieval import Scope
 from surreal_kgrag.schema import ensure_schema
 from surreal_kgrag.store import SurrealStore
 from surreal_kgrag.surql import NO_FILTER
+from surreal_kgrag.tools import NotFoundError, ToolDispatcher
 
 GROUP = 64  # chunks per write transaction in these tests (IngestConfig.group_chunks is 256)
 WORDS = "revenue margin segment growth quarter operating income cash assets liabilities equity shares".split()
@@ -61,6 +63,16 @@ class Recording:
         if name == "write_documents":
             self.chunks_per_write.append(len(params["chunks"]))
         return self.store.query(name, params, **placeholders)
+
+
+class Generated:
+    """The generated vectors' embedder (the tools embed a name they do not find, for suggestions)."""
+
+    def embed_query(self, text: str) -> list[float]:
+        return np.random.default_rng(len(text)).random(8).tolist()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed_query(text) for text in texts]
 
 
 def write(store: Any, *works: DocumentWork, group_chunks: int = GROUP, stop: Any = lambda: False) -> IngestSummary:
@@ -326,3 +338,37 @@ def test_frequencies_and_titles_of_a_concept_shared_by_long_documents_follow_sli
     assert checking.wrong == []
     assert checking.writes["remove_stale_chunks"] > 4 and checking.writes["commit_document"] >= 6  # the slice path throughout
     assert integrity(store) == {}
+
+
+def test_the_concept_tools_show_no_chunk_of_an_older_version_left_by_a_stop_after_the_commit(store, monkeypatch):
+    """A long document replaced by a public version: its row is switched to the new version first and
+    its old chunks removed after. A stop in between leaves the old, secret chunks; no concept tool
+    shows them, or the concepts only they mention, to a caller who may read the new version."""
+    old, new = document("long.txt", 130, seed=2), document("long.txt", 100, seed=5)
+    old.doc = old.doc.model_copy(update={"access": ["secret"]})
+    new.doc, new.exists = new.doc.model_copy(update={"access": ["public"]}), True
+    osprey = ConceptMention(name="osprey unit", display="Osprey Unit", kind=NOUN_PHRASE)  # in both versions' first chunk
+    old.mentions[0] = [*old.mentions[0], osprey, ConceptMention(name="falcon plan", display="Falcon Plan", kind=NOUN_PHRASE)]
+    new.mentions[0] = [*new.mentions[0], osprey]
+    write(store, old)
+    original = store.query
+    committed: list[str] = []
+
+    def stopped(name: str, params: Any = None, **placeholders: Any) -> list[Any]:
+        if name == "remove_stale_chunks" and committed:
+            raise KeyboardInterrupt  # the process stops once the new version is committed
+        committed.extend([name] if name == "commit_document" else [])
+        return original(name, params, **placeholders)
+
+    monkeypatch.setattr(store, "query", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        write(store, new)
+    monkeypatch.undo()
+    assert store.query_text("test: old chunks", "RETURN count(SELECT id FROM chunk WHERE doc = document:⟨long.txt⟩);")[-1] > 100
+    public = ToolDispatcher(store, embedder=Generated(), scope=Scope(access=["public"]))
+    with pytest.raises(NotFoundError):
+        public.invoke("documents_for_concept", {"concept": "Falcon Plan"})
+    related = public.invoke("related_concepts", {"concept": "Osprey Unit", "limit": 50})
+    assert {r.id for r in related.related} == {m.name for m in new.mentions[0]} - {"osprey unit"}
+    documents = public.invoke("documents_for_concept", {"concept": "Osprey Unit"}).documents
+    assert [(d.id, d.chunks) for d in documents] == [("long.txt", 1)]

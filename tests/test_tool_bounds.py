@@ -129,8 +129,8 @@ def test_search_and_relations_mark_the_hub(tools, oracle):
 def test_a_scoped_caller_counts_and_lists_only_its_scope_within_the_cap(red_tools, oracle):
     red = _mentioning(oracle, HUB, "red")
     chunks = red_tools.invoke("chunks_for_concept", {"concept": "Acme Corporation", "limit": 50})
-    assert chunks.concept.truncated
-    assert 0 < chunks.concept.chunks == len(chunks.chunks) <= CAP  # both from the edges read, inside the scope
+    assert 0 < chunks.concept.chunks == len(chunks.chunks) < CAP  # both from the edges read, inside the scope
+    assert not chunks.concept.truncated  # inside a scope: only the scope's edges filling the cap would say so
     assert {c.id for c in chunks.chunks} <= red
     assert chunks.concept.documents == len(_documents(oracle, {c.id for c in chunks.chunks}))
 
@@ -143,7 +143,7 @@ def test_a_scoped_caller_counts_and_lists_only_its_scope_within_the_cap(red_tool
     assert all(r.shared_chunks <= chunks.concept.chunks and r.documents <= len(_documents(oracle, red)) for r in related.related)
 
     hit = red_tools.invoke("search_concepts", {"query": "Acme Corporation", "k": 3}).concepts[0]
-    assert hit.id == HUB and hit.truncated and hit.chunks == chunks.concept.chunks
+    assert hit.id == HUB and not hit.truncated and hit.chunks == chunks.concept.chunks
 
     with pytest.raises(NotFoundError):
         red_tools.invoke("chunks_for_concept", {"concept": "Alfred Nobel"})
@@ -171,24 +171,31 @@ def test_a_rare_concept_answers_exactly_as_without_a_cap(store, minilm, oracle, 
     assert {r.id for r in related.related} == expected and not any(r.truncated for r in related.related)
 
 
-def test_a_related_hub_is_marked(tools, red_tools):
+def test_a_related_hub_is_marked(tools):
     """A concept that shares a chunk with a rare one may itself be a hub: its count says so."""
-    for dispatcher in (tools, red_tools):
-        answer = dispatcher.invoke("related_concepts", {"concept": "Boston", "limit": 50})
-        hub = next(r for r in answer.related if r.id == HUB)
-        assert hub.truncated and not answer.concept.truncated
+    answer = tools.invoke("related_concepts", {"concept": "Boston", "limit": 50})
+    hub = next(r for r in answer.related if r.id == HUB)
+    assert hub.truncated and not answer.concept.truncated
 
 
-def test_a_scoped_search_stops_widening_at_its_edge_budget(store, minilm):
-    # A scope that sees nothing makes every round of the concept search come back empty. With one
-    # edge read per concept and k=1 the rounds read 4, 16 and 64 edges: the budget (MAX_K = 50
-    # edges) is spent after the third, while the pool (64 of more vectors) could still grow.
-    assert store.query_text("count", "RETURN count((SELECT id FROM concept_vector))", {})[-1] > 64
-    blind = ToolDispatcher(store, embedder=minilm, max_edges=1, scope=Scope(access=["nobody"]))
-    answer = blind.invoke("search_concepts", {"query": "Acme Corporation", "k": 1})
-    assert answer.concepts == [] and answer.truncated
-    found = ToolDispatcher(store, embedder=minilm, max_edges=1, scope=RED).invoke("search_concepts", {"query": "Boston", "k": 3})
-    assert len(found.concepts) == 3 and not found.truncated
+def test_truncated_tells_a_scoped_caller_nothing_of_the_mentions_outside_its_scope(minilm, spacy_extractor):
+    """Ten public and ten secret passages mention Project Falcon; the tools read 15 of its 20 edges.
+    The public caller reads 5 to 10 of its own among them: its answers are not marked truncated,
+    which would tell it that more than 15 passages mention the name, most of them hidden."""
+    texts = [(f"plan{i}", ["public"], f"Project Falcon was approved in Boston in {1990 + i}.") for i in range(10)]
+    texts += [(f"memo{i}", ["secret"], f"Project Falcon moves to Denver in {1990 + i}.") for i in range(10)]
+    with SurrealStore("mem://") as s:
+        documents = [SourceDocument(key=k, text=t, source=f"{k}.txt", access=a) for k, a, t in texts]
+        Ingestor(s, embedder=minilm, extractor=spacy_extractor, config=IngestConfig(concept_vector_min_chunks=1)).ingest(documents)
+        everyone = ToolDispatcher(s, embedder=minilm, max_edges=15)
+        assert everyone.invoke("chunks_for_concept", {"concept": "Project Falcon"}).concept.truncated
+        public = ToolDispatcher(s, embedder=minilm, max_edges=15, scope=Scope(access=["public"]))
+        concept = public.invoke("chunks_for_concept", {"concept": "Project Falcon"}).concept
+        assert 5 <= concept.chunks <= 10 and not concept.truncated
+        hits = public.invoke("search_concepts", {"query": "Project Falcon", "k": 2}).concepts
+        assert hits[0].id == concept.id and not hits[0].truncated
+        related = public.invoke("related_concepts", {"concept": "Boston"}).related
+        assert not next(r for r in related if r.id == concept.id).truncated
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "100", True])
@@ -210,5 +217,6 @@ async def test_mcp_server_reads_at_most_its_max_edges(store, minilm, oracle):
     assert dispatcher.max_edges == CAP and dispatcher.scope == RED
     async with mcp.Client(build_server(dispatcher)) as client:
         answer = (await client.call_tool("chunks_for_concept", {"concept": "Acme Corporation", "limit": 50})).structured_content
-    assert answer["concept"]["truncated"] and 0 < len(answer["chunks"]) <= CAP
+    assert 0 < len(answer["chunks"]) == answer["concept"]["chunks"] <= CAP  # the red ones among the CAP edges read
+    assert answer["concept"]["truncated"] == (answer["concept"]["chunks"] == CAP)
     assert {c["id"] for c in answer["chunks"]} <= _mentioning(oracle, HUB, "red")

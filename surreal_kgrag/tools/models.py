@@ -90,7 +90,8 @@ class ConceptInfo(BaseModel):
     truncated: bool = Field(
         False,
         description="more chunks mention it than a tool reads (max_edges): lists about it come from the first max_edges "
-        "mentions, and inside a scope documents and chunks count only those",
+        "mentions, and inside a scope documents and chunks count only those. Inside a scope it says that the scope's own "
+        "mentions filled max_edges; how many lie outside the scope is not told",
     )
 
 
@@ -169,7 +170,9 @@ class RelatedConcept(BaseModel):
     shared_documents: int = Field(description="documents those shared chunks belong to")
     documents: int = Field(description="documents that mention this concept at all")
     truncated: bool = Field(
-        False, description="more chunks mention it than a tool reads (max_edges); inside a scope, documents counts those read"
+        False,
+        description="more chunks mention it than a tool reads (max_edges); inside a scope, documents counts those read, "
+        "and it says that the scope's own mentions filled max_edges",
     )
 
 
@@ -193,7 +196,9 @@ class ConceptRelations(BaseModel):
     concept: ConceptInfo
     relations: list[ConceptRelation] = Field(description="outgoing and incoming, by type; empty when none were extracted")
     truncated: bool = Field(
-        False, description="the concept has more relations one way than a tool reads (max_edges): these come from the first ones"
+        False,
+        description="the concept has more relations one way than a tool reads (max_edges): these come from the first ones "
+        "(inside a scope: the scope's own relations filled max_edges one way)",
     )
 
 
