@@ -119,8 +119,8 @@ def test_one_store_serves_many_threads_at_once(tmp_path):
         def work(i: int) -> int:
             store.query("write_documents", one_chunk_document(i, vectors[i]), scope=NO_FILTER)
             if i % 2:
-                asyncio.run(store.aquery("document_hashes", {"ids": [RecordID("document", f"d{i}")]}))
-            return len(store.query("document_hashes", {"ids": [RecordID("document", f"d{i}")]})[-1])
+                asyncio.run(store.aquery("document_hashes", {"ids": [RecordID("document", f"d{i}")]}, filter=NO_FILTER))
+            return len(store.query("document_hashes", {"ids": [RecordID("document", f"d{i}")]}, filter=NO_FILTER)[-1])
 
         with ThreadPoolExecutor(8) as pool:
             found = list(pool.map(work, range(64)))

@@ -136,6 +136,19 @@ def test_a_writer_scoped_by_a_filter_writes_only_what_matches_it(store, minilm, 
     assert "'blue-only'" in str(relabel.failures) and _stored(store, "blue-only")["chunk_count"] == 1
 
 
+def test_a_scoped_writer_cannot_confirm_a_hidden_documents_text_by_writing_it_again(store, minilm, spacy_extractor):
+    """Writing a guess of a hidden document under its id, labels and metadata must be refused whether
+    the guess is right or wrong: a right guess reported as unchanged would confirm the hidden text."""
+    unrestricted = Ingestor(store, embedder=minilm, extractor=spacy_extractor)
+    blue = SourceDocument(key="blue-memo", text="Blue moves first.", source="bm.txt", metadata={"team": "blue"})
+    unrestricted.ingest([blue])
+    red = Ingestor(store, embedder=minilm, extractor=spacy_extractor, scope=Scope(filters={"metadata.team": "red"}))
+    for guess in (blue, blue.model_copy(update={"text": "Blue waits."})):
+        summary = red.ingest([guess])
+        assert summary.skipped == 0 and "'blue-memo'" in str(summary.failures), guess.text
+    assert _stored(store, "blue-memo")["content_hash"] == blue.content_hash
+
+
 def test_scoped_deletes_reach_only_readable_documents(store, minilm, spacy_extractor):
     ingestor = Ingestor(store, embedder=minilm, extractor=spacy_extractor, scope=Scope(access=["public"]))
     assert ingestor.delete(["secret", "shared"]) == 1

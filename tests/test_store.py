@@ -14,6 +14,7 @@ from surreal_kgrag import surql
 from surreal_kgrag.errors import ConfigurationError, QueryExecutionError, StoreConnectionError, StoreLockedError
 from surreal_kgrag.schema import ensure_schema
 from surreal_kgrag.store import StoreConfig, SurrealStore, checked_int
+from surreal_kgrag.surql import NO_FILTER
 
 
 def test_config_rejects_unknown_scheme_and_bad_identifiers():
@@ -58,7 +59,7 @@ def test_query_binds_values_and_returns_one_result_per_statement():
         meta = store.query("store_meta")
         assert len(meta) == 1 and meta[0]["dimension"] == 3  # one statement, one result
         # The document table survives a hostile key and comes back verbatim.
-        rows = store.query("document_hashes", {"ids": [RecordID("document", hostile)]})
+        rows = store.query("document_hashes", {"ids": [RecordID("document", hostile)]}, filter=NO_FILTER)
         assert rows == [[]]
         assert store.query("stats")[0]["documents"] == 0
 

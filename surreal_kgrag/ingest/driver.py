@@ -283,7 +283,9 @@ class Run:
         the keys stored (or queued earlier in this run)."""
         if not docs:
             return [], 0, {}
-        rows = self.store.query("document_hashes", {"ids": [document_id(d.key) for d in docs]})[-1]
+        scope = self.scope.compile()
+        params = {"ids": [document_id(d.key) for d in docs], **scope.params}
+        rows = self.store.query("document_hashes", params, filter=scope)[-1]
         stored = {row["id"].id: row["content_hash"] for row in rows}
         counts = {row["id"].id: row.get("chunk_count") or 0 for row in rows}
         for doc in docs:
