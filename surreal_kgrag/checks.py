@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
+from typing import TypeVar
 
 from .errors import ConfigurationError
 
-__all__ = ["check_texts", "is_installed"]
+__all__ = ["IDS_PER_QUERY", "batches", "check_texts", "is_installed"]
+
+T = TypeVar("T")
+
+#: Ids one query reads, checks or deletes at most: a caller's longer list goes in several queries,
+#: so no list a caller sends makes one query (or its answer) grow without bound.
+IDS_PER_QUERY = 1000
 
 
 def check_texts(texts: Sequence[str], *, call: str, single: str) -> list[str]:
@@ -29,3 +36,8 @@ def is_installed(package: str) -> bool:
         return importlib.util.find_spec(package) is not None
     except (ImportError, ValueError):  # a dotted name whose parent is missing, or an invalid name
         return False
+
+
+def batches(items: Sequence[T], size: int) -> list[list[T]]:
+    """``items`` in consecutive lists of at most ``size``."""
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]

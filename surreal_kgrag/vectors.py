@@ -31,7 +31,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from .checks import IDS_PER_QUERY, batches
 from .db import SurrealStore, checked_int
+from .db.sdk import RecordID
 from .errors import ConfigurationError, KGRagError, ScopeError
 from .extract import ConceptExtractor
 from .ids import document_id
@@ -255,11 +257,14 @@ class TextStore:
         return self._ready
 
     def _get(self, ids: Sequence[str], filters: Mapping[str, Any] | None) -> Plan[list[StoredText]]:
-        keys = _keys(ids)
+        keys = list(dict.fromkeys(_keys(ids)))
         if not keys or not (yield from self._initialised()):
             return []
-        found = yield from self._read(keys, metadata_filter(filters))
-        return [found[key] for key in dict.fromkeys(keys) if key in found]
+        spec = metadata_filter(filters)
+        found: dict[str, StoredText] = {}
+        for batch in batches(keys, IDS_PER_QUERY):
+            found |= yield from self._read(batch, spec)
+        return [found[key] for key in keys if key in found]
 
     def _read(self, keys: Sequence[str], filters: Mapping[str, Any] | None = None) -> Plan[dict[str, StoredText]]:
         condition = self.scope.restrict(filters)
@@ -307,13 +312,15 @@ class TextStore:
         ]
 
     def _delete(self, ids: Sequence[str] | None, filters: Mapping[str, Any] | None) -> Plan[int]:
-        keys = None if ids is None else _keys(ids)
+        keys = None if ids is None else list(dict.fromkeys(_keys(ids)))
         if keys == [] or not (yield from self._initialised()):
             return 0
         scope = self.scope.narrow(filters=metadata_filter(filters))
         condition = scope.compile()
-        params = {"ids": None if keys is None else [document_id(key) for key in keys], **condition.params}
-        doomed = (yield Query("vector_keys", params, {"filter": condition}))[-1]
+        doomed: list[RecordID] = []
+        for batch in [None] if keys is None else batches(keys, IDS_PER_QUERY):
+            params = {"ids": None if batch is None else [document_id(key) for key in batch], **condition.params}
+            doomed += (yield Query("vector_keys", params, {"filter": condition}))[-1]
         if not doomed:
             return 0
         # In transactions of at most group_chunks chunks (a filter may match the whole store), each
@@ -358,7 +365,7 @@ def write_documents(ingestor: Ingestor, documents: Sequence[SourceDocument]) -> 
     if not documents:
         return []
     summary = ingestor.ingest(documents)
-    return plans.run(ingestor.store, _written(summary, documents))
+    return plans.run(ingestor.store, _written(summary, documents, ingestor.scope))
 
 
 async def awrite_documents(ingestor: Ingestor, documents: Sequence[SourceDocument]) -> list[str]:
@@ -366,16 +373,20 @@ async def awrite_documents(ingestor: Ingestor, documents: Sequence[SourceDocumen
     if not documents:
         return []
     summary = await ingestor.aingest(documents)
-    return await plans.arun(ingestor.store, _written(summary, documents))
+    return await plans.arun(ingestor.store, _written(summary, documents, ingestor.scope))
 
 
-def _written(summary: IngestSummary, documents: list[SourceDocument]) -> Plan[list[str]]:
+def _written(summary: IngestSummary, documents: list[SourceDocument], scope: Scope) -> Plan[list[str]]:
     keys = [doc.key for doc in documents]
     if not summary.failures:
         return keys
     # Which ones made it: the stored version is the one given (a failed update keeps the old one).
-    rows = (yield Query("document_hashes", {"ids": [document_id(key) for key in dict.fromkeys(keys)]}))[-1]
-    stored = {str(row["id"].id): row["content_hash"] for row in rows}
+    condition = scope.compile()
+    stored: dict[str, str] = {}
+    for batch in batches(list(dict.fromkeys(keys)), IDS_PER_QUERY):
+        params = {"ids": [document_id(key) for key in batch], **condition.params}
+        rows = (yield Query("document_hashes", params, {"filter": condition}))[-1]
+        stored |= {str(row["id"].id): row["content_hash"] for row in rows}
     written = [doc.key for doc in documents if stored.get(doc.key) == doc.content_hash]
     raise VectorWriteError(summary.failures, written)
 

@@ -155,3 +155,49 @@ def test_documents_ingested_without_keep_text_read_back_as_their_chunks(kg, mini
         "Warsaw is the capital of Poland.", "It lies on the Vistula.", "Krakow was the capital before it."
     ]
     assert kg.store.query("vector_texts", {"ids": []}, filter=kg.texts.scope.compile())[-1] == []
+
+
+def test_thousands_of_ids_are_read_and_deleted_in_bounded_queries(kg, monkeypatch):
+    """get_by_ids and delete take any number of ids; each query carries at most IDS_PER_QUERY of
+    them (a caller's million ids is not one query of a million parameters)."""
+    from surreal_kgrag.checks import IDS_PER_QUERY
+
+    sizes: dict[str, list[int]] = {"vector_texts": [], "vector_keys": []}
+    query_many = kg.store.query_many
+
+    def recorded(steps):
+        for name, params, _ in steps:
+            if name in sizes:
+                sizes[name].append(len(params["ids"]))
+        return query_many(steps)
+
+    monkeypatch.setattr(kg.store, "query_many", recorded)
+    ids = [f"absent-{i}" for i in range(2 * IDS_PER_QUERY)] + ["danube", "bach"] + [f"absent-{i}" for i in range(IDS_PER_QUERY)]
+    assert [d.id for d in kg.get_by_ids(ids)] == ["danube", "bach"]
+    kg.delete(ids)
+    assert [d.id for d in kg.get_by_ids(["danube", "bach", "curie"])] == ["curie"]
+    assert sizes["vector_texts"][:3] == [IDS_PER_QUERY, IDS_PER_QUERY, 2] and sizes["vector_keys"] == [IDS_PER_QUERY, IDS_PER_QUERY, 2]
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_the_ingestor_deletes_thousands_of_keys_in_bounded_queries(kg, monkeypatch, run):
+    from surreal_kgrag.checks import IDS_PER_QUERY
+
+    sizes: list[int] = []
+    query, aquery = kg.store.query, kg.store.aquery
+
+    def recorded(name, params=None, **placeholders):
+        sizes.extend([len(params["sources"])] if name == "document_parts" else [])
+        return query(name, params, **placeholders)
+
+    async def arecorded(name, params=None, **placeholders):
+        sizes.extend([len(params["sources"])] if name == "document_parts" else [])
+        return await aquery(name, params, **placeholders)
+
+    monkeypatch.setattr(kg.store, "query", recorded)
+    monkeypatch.setattr(kg.store, "aquery", arecorded)
+    keys = [f"absent-{i}" for i in range(IDS_PER_QUERY)] + ["danube", "bach"]
+    ingestor = kg.texts.ingestor
+    deleted = ingestor.delete(keys) if run == "sync" else asyncio.run(ingestor.adelete(keys))
+    assert deleted == 2 and sizes == [IDS_PER_QUERY, 2]
+    assert [d.id for d in kg.get_by_ids(["danube", "bach", "curie"])] == ["curie"]

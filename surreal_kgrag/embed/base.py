@@ -124,10 +124,6 @@ def positive_int(name: str, value: Any) -> int:
     return value
 
 
-def batches(items: list[str], size: int) -> list[list[str]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
-
-
 def l2_normalise(array: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(array, axis=1, keepdims=True)
     return np.divide(array, norms, out=np.zeros_like(array), where=norms > 0)

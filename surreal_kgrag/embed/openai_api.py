@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..checks import batches
 from ..errors import ConfigurationError, KGRagError
-from .base import BaseEmbedder, batches, check_text, check_texts, positive_int
+from .base import BaseEmbedder, check_text, check_texts, positive_int
 
 if TYPE_CHECKING:
     import openai

@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ..checks import IDS_PER_QUERY, batches
 from ..db import SurrealStore
 from ..db.sdk import RecordID
 from ..ids import document_id
@@ -32,22 +33,26 @@ def delete_documents(
     """Delete documents by key with their chunks and edges, and the concepts left unmentioned.
     A text file stored in parts (``<path>#part-00001``, ...) is deleted by its path. Only the
     documents ``scope`` can read are deleted. Returns how many documents existed and were deleted."""
-    keys = list(keys)
+    keys = list(dict.fromkeys(keys))
     if not keys or read_meta(store) is None:
         return 0
-    parts = [row["id"] for row in store.query("document_parts", {"sources": keys})[-1]]
-    ids = visible(store, _distinct([*(document_id(k) for k in keys), *parts]), scope)
+    ids: list[RecordID] = []
+    for batch in batches(keys, IDS_PER_QUERY):
+        parts = [row["id"] for row in store.query("document_parts", {"sources": batch})[-1]]
+        ids += visible(store, _distinct([*(document_id(k) for k in batch), *parts]), scope)
     return delete_records(store, ids, slice_chunks, scope)
 
 
 async def adelete_documents(
     store: SurrealStore, keys: Iterable[str], scope: Scope = UNRESTRICTED, slice_chunks: int = SLICE_CHUNKS
 ) -> int:
-    keys = list(keys)
+    keys = list(dict.fromkeys(keys))
     if not keys or not (await store.aquery("store_meta"))[-1]:
         return 0
-    parts = [row["id"] for row in (await store.aquery("document_parts", {"sources": keys}))[-1]]
-    ids = await avisible(store, _distinct([*(document_id(k) for k in keys), *parts]), scope)
+    ids: list[RecordID] = []
+    for batch in batches(keys, IDS_PER_QUERY):
+        parts = [row["id"] for row in (await store.aquery("document_parts", {"sources": batch}))[-1]]
+        ids += await avisible(store, _distinct([*(document_id(k) for k in batch), *parts]), scope)
     return await asyncio.to_thread(delete_records, store, ids, slice_chunks, scope) if ids else 0
 
 
@@ -61,8 +66,10 @@ def delete_records(
         return 0
     ids = _distinct(ids)
     condition = scope.compile()
-    rows = store.query("document_chunk_counts", {"ids": ids}, filter=NO_FILTER)[-1]
-    counts = {str(row["id"].id): row.get("chunk_count") or 0 for row in rows}
+    counts: dict[str, int] = {}
+    for batch in batches(ids, IDS_PER_QUERY):
+        rows = store.query("document_chunk_counts", {"ids": batch}, filter=NO_FILTER)[-1]
+        counts |= {str(row["id"].id): row.get("chunk_count") or 0 for row in rows}
     long = [rid for rid in ids if counts.get(str(rid.id), 0) > slice_chunks]
     deleted = 0
     for group in _groups([rid for rid in ids if counts.get(str(rid.id), 0) <= slice_chunks], counts, slice_chunks):
