@@ -23,6 +23,7 @@ from surrealdb import RecordID
 from surreal_kgrag import IngestConfig, Ingestor, RetrievedDocument, StoreConnectionError, SurrealStore
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.retrieval import RETRIEVERS, make_retriever
+from surreal_kgrag.retrieval.filters import FilterError
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
 QUESTION = "Where was Marie Curie born?"
@@ -140,6 +141,11 @@ def test_metadata_filters(store, minilm):
     assert "danube" not in documents(missing) and len(documents(missing)) >= 5
     with pytest.raises(UnsupportedFilterError, match="TEXT_MATCH"):
         SurrealKGRetriever.from_retriever(core, filters=MetadataFilters(filters=[MetadataFilter(key="t", value="x", operator=FilterOperator.TEXT_MATCH)]))
+    deep = MetadataFilters(filters=[MetadataFilter(key="region", value="Europe")])
+    for _ in range(5000):  # deeper than Python's recursion limit: refused by name, not by RecursionError
+        deep = MetadataFilters(filters=[deep])
+    with pytest.raises(FilterError, match="nested more than"):
+        SurrealKGRetriever.from_retriever(core, filters=deep)
 
 
 def test_from_defaults(store, minilm):

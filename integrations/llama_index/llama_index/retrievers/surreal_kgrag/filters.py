@@ -17,7 +17,7 @@ from llama_index.core.vector_stores.types import (
     MetadataFilters,
 )
 
-from surreal_kgrag.retrieval.filters import FilterError
+from surreal_kgrag.retrieval.filters import MAX_FILTER_DEPTH, FilterError
 
 _COMPARISONS = {
     FilterOperator.EQ: "$eq",
@@ -40,11 +40,14 @@ def to_core_filter(filters: MetadataFilters | None) -> dict[str, Any] | None:
     """``filters`` as a core filter dict on metadata keys (``metadata.<key>``); None for no filter."""
     if filters is None or not filters.filters:
         return None
-    return _group(filters)
+    return _group(filters, 1)
 
 
-def _group(filters: MetadataFilters) -> dict[str, Any]:
-    parts = [_group(item) if isinstance(item, MetadataFilters) else _one(item) for item in filters.filters]
+def _group(filters: MetadataFilters, depth: int) -> dict[str, Any]:
+    # the core refuses a filter nested deeper (check_filter_size); refused here before recursion runs out
+    if depth > MAX_FILTER_DEPTH:
+        raise FilterError(f"the filters are nested more than {MAX_FILTER_DEPTH} levels deep: flatten them")
+    parts = [_group(item, depth + 1) if isinstance(item, MetadataFilters) else _one(item) for item in filters.filters]
     condition = filters.condition or FilterCondition.AND
     if condition == FilterCondition.NOT:
         # LlamaIndex's NOT negates the AND of its filters.
