@@ -59,8 +59,9 @@ from .models import (
 _EF = 80  # HNSW search breadth for concept search; at least k
 _SUGGESTIONS = 5  # nearest concepts offered when a concept name is not found
 # A scoped concept search widens its pool only while it has read fewer edges than this many times
-# max_edges: each hit costs up to max_edges edges, and a scope that hides most hits would otherwise
-# grow the pool to MAX_CANDIDATES of them.
+# max_edges, and to no more concepts than the rest of that budget pays for: each hit costs up to
+# max_edges edges, and a scope that hides most hits would otherwise grow the pool to MAX_CANDIDATES
+# of them (a last round of thousands of concepts, each read up to max_edges).
 _SEARCH_EDGE_BUDGET = MAX_K
 
 
@@ -100,15 +101,18 @@ def _nearest_concepts(
     KNN pool grows while concepts outside the scope leave fewer than ``k``."""
     candidates: int | None = k if context.scope.unrestricted else 4 * k
     rows: list[dict[str, Any]] = []
+    budget = _SEARCH_EDGE_BUDGET * context.max_edges
     edges_read = 0
     while candidates is not None:
-        if edges_read >= _SEARCH_EDGE_BUDGET * context.max_edges:
-            return _concept_hits(rows), True
         params = {"embedding": embedding, "limit": k, "named": [named] if named is not None else []}
         out = (yield _query(context, "tool_search_concepts", params, candidates=candidates, ef=max(_EF, candidates)))[-1]
         rows = out["concepts"]
         edges_read += out["edges_read"]
-        candidates = grow(candidates, len(rows), k, out["fetched"])
+        wider = grow(candidates, len(rows), k, out["fetched"])
+        affordable = (budget - edges_read) // context.max_edges  # concepts whose edges the rest of the budget pays for
+        if wider is not None and affordable <= candidates:
+            return _concept_hits(rows), True
+        candidates = None if wider is None else min(wider, affordable)
     return _concept_hits(rows), False
 
 
