@@ -26,7 +26,9 @@ _BLOCK_BREAK = re.compile(
     re.MULTILINE,
 )
 # Inside a block, a sentence ends at terminal punctuation (plus closing quotes or brackets) and space.
-_TERMINAL = re.compile(r"""([.!?…]+)["'”’»)\]]*\s+""")
+# The lookarounds take each run of punctuation and of closers whole: without them a long run not
+# followed by space ("....x") was tried again from each of its characters, quadratic in its length.
+_TERMINAL = re.compile(r"""(?<![.!?…])([.!?…]+)(?![.!?…])["'”’»)\]]*(?!["'”’»)\]])\s+""")
 _ACRONYM = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,2}")  # U.S, e.g, i.e, Ph.D
 
 # Words that end with a period without ending the sentence, mostly because a name or number

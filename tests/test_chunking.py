@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -129,6 +132,20 @@ def test_sentence_end_inside_quotes_and_brackets() -> None:
         "(It rained.)",
         'Later "why?" she asked.',
     ]
+
+
+def test_a_long_run_of_punctuation_is_split_in_linear_time() -> None:
+    """Runs of terminal punctuation or closers not followed by space were tried again from each of
+    their characters: 200,000 dots took minutes, holding the interpreter. Split in a child process,
+    so that a regression fails here instead of hanging the run."""
+    program = textwrap.dedent("""
+        import json
+        from surreal_kgrag.chunking import split_sentences
+        text = "Start " + "." * 200_000 + "x end. " + "(" + ")" * 50_000 + "y. Last one."
+        print(json.dumps([text[start:end] for start, end in split_sentences(text)]))
+    """)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(done.stdout) == ["Start " + "." * 200_000 + "x end.", "(" + ")" * 50_000 + "y.", "Last one."]
 
 
 def test_numbers_and_urls_are_not_sentence_ends() -> None:

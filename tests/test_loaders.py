@@ -233,6 +233,22 @@ def test_jsonl_good_lines_load_and_bad_lines_name_file_and_line() -> None:
     assert str(failures[0]) == f"{resolved}:4: {reasons[4]}"
 
 
+def test_jsonl_a_line_python_cannot_read_is_reported_and_the_next_lines_load(tmp_path: Path) -> None:
+    """Valid JSON that json.loads refuses with a plain ValueError (an integer of over 4,300 digits)
+    was one failure for the whole file, and the lines after it were lost."""
+    path = tmp_path / "big.jsonl"
+    lines = ['{"id": "a", "text": "one"}', '{"id": "b", "text": "two", "n": ' + "9" * 5000 + "}",
+             '{"id": "c", "text": "three"}', '{"id": "d", "text": "four"}']
+    path.write_text("\n".join(lines), encoding="utf-8")
+    docs, failures = split(list(load_path(path)))
+    assert [d.key for d in docs] == ["a", "c", "d"]
+    assert [(f.line, "unreadable JSON" in f.reason) for f in failures] == [(2, True)]
+    array = tmp_path / "big.json"
+    array.write_text('[{"id": "a", "text": "one", "n": ' + "9" * 5000 + "}]", encoding="utf-8")
+    docs, failures = split(list(load_path(array)))
+    assert docs == [] and len(failures) == 1 and "unreadable JSON" in failures[0].reason
+
+
 def test_jsonl_raw_line_separator_inside_a_string(tmp_path: Path) -> None:
     path = tmp_path / "raw.ndjson"
     text = "before\u2028after\u2029end\x85x"
@@ -295,6 +311,8 @@ def test_json_array_object_and_bad_top_level(tmp_path: Path) -> None:
         ("nul.txt", b"text\x00with a NUL", "binary"),
         ("latin1.txt", "caf\u00e9".encode("latin-1"), "not valid UTF-8"),
         ("image.html", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary"),
+        ("notepad.txt", "Unicode text\r\n".encode("utf-16"), "UTF-16 text (it starts with a UTF-16 byte-order mark); re-save"),
+        ("wide.md", "# Wide\n".encode("utf-32"), "UTF-32 text"),
     ],
 )
 def test_bad_files_are_failures(tmp_path: Path, name: str, content: bytes, reason: str) -> None:

@@ -182,7 +182,7 @@ def _read_at_most(stream: BinaryIO, size: int, limit: int) -> bytes | None:
 
 def _decode(data: bytes) -> str:
     if b"\x00" in data:
-        raise LoaderError("binary file (contains NUL bytes), not a text document")
+        raise LoaderError(_nul_reason(data))
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -191,6 +191,16 @@ def _decode(data: bytes) -> str:
         raise LoaderError("empty file; nothing to index")
     # Same newlines as text-mode open(), so a CRLF checkout hashes like an LF one.
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _nul_reason(start: bytes) -> str:
+    """Why a file holding NUL bytes is not read: UTF-16 or UTF-32 text (saved as "Unicode" by
+    Notepad, or by PowerShell's ``>``) starts with a byte-order mark; anything else is binary."""
+    for bom, encoding in ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+                          (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16")):
+        if start.startswith(bom):
+            return f"{encoding} text (it starts with a {encoding} byte-order mark); re-save the file as UTF-8"
+    return "binary file (contains NUL bytes), not a text document"
 
 
 def _os_reason(exc: OSError) -> str:
@@ -243,7 +253,7 @@ def _text_parts(path: Path, part_chars: int, max_bytes: int) -> Iterator[str]:
         while True:
             data = stream.read(_READ_BLOCK)
             if b"\x00" in data:
-                raise LoaderError("binary file (contains NUL bytes), not a text document")
+                raise LoaderError(_nul_reason(data if offset == 0 else b""))
             try:
                 buffer += decoder.decode(data, final=not data)
             except UnicodeDecodeError as exc:

@@ -140,6 +140,8 @@ def _jsonl_record(line: str, number: int, path: str, seen: dict[str, str], optio
         return LoadFailure(source=path, line=number, reason=f"malformed JSON: {exc.msg} (column {exc.colno})")
     except RecursionError:
         return LoadFailure(source=path, line=number, reason=_TOO_DEEP)
+    except ValueError as exc:  # valid JSON Python will not read, such as an integer of over 4,300 digits
+        return LoadFailure(source=path, line=number, reason=f"unreadable JSON: {exc}")
     spot = _Spot(path, f"{path}#L{number}", f"{path}:{number}", f"line {number}", number)
     return _record(record, spot, seen, options)
 
@@ -152,6 +154,9 @@ def json_documents(text: str, path: str, options: LoaderOptions) -> Result:
         return
     except RecursionError:
         yield LoadFailure(source=path, reason=_TOO_DEEP)
+        return
+    except ValueError as exc:
+        yield LoadFailure(source=path, reason=f"unreadable JSON: {exc}")
         return
     if isinstance(data, dict):
         yield _record(data, _Spot(path, path, path, "", None), {}, options)
