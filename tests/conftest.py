@@ -38,3 +38,22 @@ def ctrl_c_raises():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture
+def sent_steps(monkeypatch):
+    """``record(store)``: the list of ``(name, params, placeholders)`` of every query ``store`` runs
+    from then on, filled as they run (every query a plan sends goes through ``query_many``)."""
+
+    def record(store):
+        sent: list[tuple] = []
+        query_many = store.query_many
+
+        def recorded(steps):
+            sent.extend(steps)
+            return query_many(steps)
+
+        monkeypatch.setattr(store, "query_many", recorded)
+        return sent
+
+    return record

@@ -157,25 +157,17 @@ def test_documents_ingested_without_keep_text_read_back_as_their_chunks(kg, mini
     assert kg.store.query("vector_texts", {"ids": []}, filter=kg.texts.scope.compile())[-1] == []
 
 
-def test_thousands_of_ids_are_read_and_deleted_in_bounded_queries(kg, monkeypatch):
+def test_thousands_of_ids_are_read_and_deleted_in_bounded_queries(kg, sent_steps):
     """get_by_ids and delete take any number of ids; each query carries at most IDS_PER_QUERY of
     them (a caller's million ids is not one query of a million parameters)."""
     from surreal_kgrag.checks import IDS_PER_QUERY
 
-    sizes: dict[str, list[int]] = {"vector_texts": [], "vector_keys": []}
-    query_many = kg.store.query_many
-
-    def recorded(steps):
-        for name, params, _ in steps:
-            if name in sizes:
-                sizes[name].append(len(params["ids"]))
-        return query_many(steps)
-
-    monkeypatch.setattr(kg.store, "query_many", recorded)
+    sent = sent_steps(kg.store)
     ids = [f"absent-{i}" for i in range(2 * IDS_PER_QUERY)] + ["danube", "bach"] + [f"absent-{i}" for i in range(IDS_PER_QUERY)]
     assert [d.id for d in kg.get_by_ids(ids)] == ["danube", "bach"]
     kg.delete(ids)
     assert [d.id for d in kg.get_by_ids(["danube", "bach", "curie"])] == ["curie"]
+    sizes = {query: [len(params["ids"]) for name, params, _ in sent if name == query] for query in ("vector_texts", "vector_keys")}
     assert sizes["vector_texts"][:3] == [IDS_PER_QUERY, IDS_PER_QUERY, 2] and sizes["vector_keys"] == [IDS_PER_QUERY, IDS_PER_QUERY, 2]
 
 

@@ -364,24 +364,22 @@ async def test_reranker_sees_the_pool_and_k_is_cut(store, minilm, retrievers, mo
     assert [d.id for d in other.documents] == [d.id for d in result.documents]
 
 
-def test_a_long_question_walks_from_a_bounded_number_of_concepts(store, minilm, monkeypatch):
+def test_a_long_question_walks_from_a_bounded_number_of_concepts(store, minilm, sent_steps):
     """Each concept a question names is a walk in search_hybrid.surql: a question naming hundreds
     walks from the first MAX_QUESTION_CONCEPTS of them; an ordinary one from all it names."""
     names = [f"name {i:03d}" for i in range(300)]
     extractor = CallableConceptExtractor(lambda text: names if text.startswith("Long") else ["poland", "polonium"])
-    sent: list[list] = []
-    query_many = store.query_many
-
-    def recorded(steps):
-        sent.extend(params["concept_ids"] for name, params, _ in steps if name == "search_hybrid")
-        return query_many(steps)
-
-    monkeypatch.setattr(store, "query_many", recorded)
+    steps = sent_steps(store)
     retriever = make_retriever("hybrid", store, embedder=minilm, extractor=extractor)
-    retriever.search("Long question " + "word " * 1000, k=3)
+
+    def concept_ids(question):
+        steps.clear()
+        retriever.search(question, k=3)
+        return [params["concept_ids"] for name, params, _ in steps if name == "search_hybrid"]
+
+    sent = concept_ids("Long question " + "word " * 1000)
     assert sent and all(ids == [RecordID("concept", n) for n in names[:MAX_QUESTION_CONCEPTS]] for ids in sent)
-    sent.clear()
-    retriever.search("Is Polonium named after Poland?", k=3)
+    sent = concept_ids("Is Polonium named after Poland?")
     assert sent and all(ids == [RecordID("concept", "poland"), RecordID("concept", "polonium")] for ids in sent)
 
 

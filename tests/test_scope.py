@@ -405,21 +405,8 @@ def test_scoped_search_is_thread_safe(build, oracle):
     assert all(results[i] == expected[q] for i, q in enumerate(questions))
 
 
-def _record_queries(monkeypatch, store):
-    """The names of the queries ``store`` runs from now on (every query goes through query_many)."""
-    names: list[str] = []
-    query_many = store.query_many
-
-    def recorded(steps):
-        names.extend(name for name, _, _ in steps)
-        return query_many(steps)
-
-    monkeypatch.setattr(store, "query_many", recorded)
-    return names
-
-
 @pytest.mark.parametrize("mode", ["hybrid", "graph"])
-async def test_a_scoped_framework_retriever_reads_the_store_figures_once(monkeypatch, store, build, mode):
+async def test_a_scoped_framework_retriever_reads_the_store_figures_once(monkeypatch, sent_steps, store, build, mode):
     """The integrations narrow their core retriever on every call; the copies share what it read
     (the schema version, the documents in the store, the chunk totals), so only the first search
     asks for them."""
@@ -433,12 +420,14 @@ async def test_a_scoped_framework_retriever_reads_the_store_figures_once(monkeyp
     llama_index = LlamaIndexRetriever.from_retriever(build(mode), similarity_top_k=3, access=["public"])
     figures = {"schema_version", "count_documents", "count_chunks"}
     for search, asearch in ((langchain.invoke, langchain.ainvoke), (llama_index.retrieve, llama_index.aretrieve)):
-        names = _record_queries(monkeypatch, store)
+        sent = sent_steps(store)
         assert search("Marie Curie in Warsaw")
-        assert figures <= set(names), names
-        names.clear()
+        names = {name for name, _, _ in sent}
+        assert figures <= names, names
+        sent.clear()
         assert search("Where is polonium stored?") and await asearch("Pierre Curie in Paris")
-        assert names and not figures & set(names), names
+        names = {name for name, _, _ in sent}
+        assert names and not figures & names, names
         monkeypatch.undo()
 
 

@@ -198,21 +198,15 @@ def test_truncated_tells_a_scoped_caller_nothing_of_the_mentions_outside_its_sco
         assert not next(r for r in related if r.id == concept.id).truncated
 
 
-def test_a_scoped_search_stops_widening_at_its_edge_budget(store, minilm, monkeypatch):
+def test_a_scoped_search_stops_widening_at_its_edge_budget(store, minilm, sent_steps):
     # A scope that sees nothing makes every round of the concept search come back empty. With one
     # edge read per concept and k=1 the rounds read 4 and 16 edges, then the 30 the budget (MAX_K =
     # 50 edges) has left, not 64: the budget is spent while the pool could still grow.
     assert store.query_text("count", "RETURN count((SELECT id FROM concept_vector))", {})[-1] > 64
-    rounds: list[int] = []
-    query_many = store.query_many
-
-    def recorded(steps):
-        rounds.extend(placeholders["candidates"] for name, _, placeholders in steps if name == "tool_search_concepts")
-        return query_many(steps)
-
-    monkeypatch.setattr(store, "query_many", recorded)
+    sent = sent_steps(store)
     blind = ToolDispatcher(store, embedder=minilm, max_edges=1, scope=Scope(access=["nobody"]))
     answer = blind.invoke("search_concepts", {"query": "Acme Corporation", "k": 1})
+    rounds = [placeholders["candidates"] for name, _, placeholders in sent if name == "tool_search_concepts"]
     assert answer.concepts == [] and answer.truncated and rounds == [4, 16, 30]
     found = ToolDispatcher(store, embedder=minilm, max_edges=1, scope=RED).invoke("search_concepts", {"query": "Boston", "k": 3})
     assert len(found.concepts) == 3 and not found.truncated
