@@ -14,7 +14,12 @@ from .models import TextChunk
 
 __all__ = ["SentenceChunker", "count_tokens", "split_sentences"]
 
-_TOKEN = re.compile(r"\w+|[^\w\s]")
+# Chinese and Japanese characters count one token each (MiniLM's tokenizer splits them so too), and
+# a longer run of other word characters one token per _LONGEST_TOKEN: a chunk of max_tokens tokens
+# then holds at most max_tokens * _LONGEST_TOKEN characters besides its spaces.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_LONGEST_TOKEN = 24
+_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]{{1,{_LONGEST_TOKEN}}}|[^\w\s]")
 _WORD = re.compile(r"\S+")
 
 # Blocks: a blank line always ends one, and so does a newline that starts a list item, heading,
@@ -28,7 +33,11 @@ _BLOCK_BREAK = re.compile(
 # Inside a block, a sentence ends at terminal punctuation (plus closing quotes or brackets) and space.
 # The lookarounds take each run of punctuation and of closers whole: without them a long run not
 # followed by space ("....x") was tried again from each of its characters, quadratic in its length.
-_TERMINAL = re.compile(r"""(?<![.!?…])([.!?…]+)(?![.!?…])["'”’»)\]]*(?!["'”’»)\]])\s+""")
+# Chinese and Japanese full stops end a sentence without a space after them.
+_TERMINAL = re.compile(
+    r"""(?<![.!?…])([.!?…]+)(?![.!?…])["'”’»)\]]*(?!["'”’»)\]])\s+"""
+    r"|(?<![。！？])[。！？]+(?![。！？])[」』”’）】]*(?![」』”’）】])\s*"
+)
 _ACRONYM = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,2}")  # U.S, e.g, i.e, Ph.D
 
 # Words that end with a period without ending the sentence, mostly because a name or number
@@ -43,7 +52,8 @@ _ABBREVIATIONS = frozenset(
 
 
 def count_tokens(text: str) -> int:
-    """Count word and punctuation tokens (``\\w+`` runs and single other non-space characters)."""
+    """Count word and punctuation tokens: runs of word characters (a run longer than 24 counts once
+    per 24), single Chinese or Japanese characters, and single other non-space characters."""
     return len(_TOKEN.findall(text))
 
 
@@ -97,7 +107,8 @@ class SentenceChunker(BaseModel):
 
     Each chunk after the first repeats the trailing sentences of the previous one, up to
     ``overlap_tokens`` tokens. A sentence longer than ``max_tokens`` is cut at spaces, and a single
-    word longer than that between its tokens, so no chunk exceeds the budget.
+    word longer than that between its tokens, so no chunk exceeds the budget; nor ``max_chars``
+    characters, spaces included (a run of spaces, as in a padded table, ends a chunk too).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -113,12 +124,17 @@ class SentenceChunker(BaseModel):
             )
         return self
 
+    @property
+    def max_chars(self) -> int:
+        """The longest chunk in characters: as many as ``max_tokens`` of the longest tokens."""
+        return self.max_tokens * _LONGEST_TOKEN
+
     def split(self, text: str) -> list[TextChunk]:
         """Split ``text`` into chunks; empty or whitespace-only text gives ``[]``."""
         units: list[_Span] = []
         for start, end in split_sentences(text):
             tokens = count_tokens(text[start:end])
-            if tokens <= self.max_tokens:
+            if tokens <= self.max_tokens and end - start <= self.max_chars:
                 units.append(_Span(start, end, tokens))
             else:
                 units.extend(self._pieces(text, start, end))
@@ -133,9 +149,9 @@ class SentenceChunker(BaseModel):
         current: list[_Span] = []
         used = 0
         for unit in units:
-            if current and used + unit.tokens > self.max_tokens:
+            if current and (used + unit.tokens > self.max_tokens or unit.end - current[0].start > self.max_chars):
                 chunks.append((current[0], current[-1]))
-                current = self._overlap(current, unit.tokens)
+                current = self._overlap(current, unit)
                 used = sum(u.tokens for u in current)
             current.append(unit)
             used += unit.tokens
@@ -143,13 +159,13 @@ class SentenceChunker(BaseModel):
             chunks.append((current[0], current[-1]))
         return chunks
 
-    def _overlap(self, previous: list[_Span], incoming: int) -> list[_Span]:
+    def _overlap(self, previous: list[_Span], incoming: _Span) -> list[_Span]:
         """Trailing units of ``previous`` to repeat: within the overlap, leaving room, never all."""
-        budget = min(self.overlap_tokens, self.max_tokens - incoming)
+        budget = min(self.overlap_tokens, self.max_tokens - incoming.tokens)
         kept: list[_Span] = []
         total = 0
         for unit in reversed(previous[1:]):
-            if total + unit.tokens > budget:
+            if total + unit.tokens > budget or incoming.end - unit.start > self.max_chars:
                 break
             kept.append(unit)
             total += unit.tokens
@@ -170,7 +186,7 @@ class SentenceChunker(BaseModel):
                     used = 0
                 pieces.extend(self._token_pieces(text, w_start, w_end))
                 continue
-            if used and used + tokens > self.max_tokens:
+            if used and (used + tokens > self.max_tokens or w_end - piece_start > self.max_chars):
                 pieces.append(_Span(piece_start, piece_end, used))
                 used = 0
             if not used:

@@ -79,6 +79,8 @@ def _table_chunks(chunker: SentenceChunker, text: str, table: tuple[int, int, in
     """Whole rows under the table's header: the first chunk holds the header, later ones repeat it
     (when it takes at most half the budget). A single row over the budget is cut like prose."""
     start, body, end = table
+    if body - start > chunker.max_chars // 2:  # a header this long (padding, say) is not repeated: read it all as prose
+        return _prose_chunks(chunker, text, start, end)
     header = text[start:body].strip()
     header_tokens = count_tokens(header)
     repeat = header_tokens <= chunker.max_tokens // 2
@@ -88,13 +90,13 @@ def _table_chunks(chunker: SentenceChunker, text: str, table: tuple[int, int, in
     used = header_tokens
     for row_start, row_end in _rows(text, body, end):
         tokens = count_tokens(text[row_start:row_end])
-        if tokens > chunker.max_tokens - (header_tokens if repeat else 0):
+        if tokens > chunker.max_tokens - (header_tokens if repeat else 0) or row_end - row_start > chunker.max_chars // 2:
             if last >= 0:
                 chunks.append(_table_piece(text, first, last, header, start, repeat))
             chunks.extend(_prose_chunks(chunker, text, row_start, row_end))
             first, last, used = row_end, -1, header_tokens if repeat else 0
             continue
-        if last >= 0 and used + tokens > chunker.max_tokens:
+        if last >= 0 and (used + tokens > chunker.max_tokens or row_end - first > chunker.max_chars):
             chunks.append(_table_piece(text, first, last, header, start, repeat))
             first, last, used = row_start, -1, header_tokens if repeat else 0
         if last < 0 and first != start:

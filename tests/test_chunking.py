@@ -27,10 +27,16 @@ def sentences(text: str) -> list[str]:
 # --- properties -------------------------------------------------------------------------------
 
 WORDS = st.sampled_from(
-    'the graph Dr. U.S. e.g. J. etc. Smith 3.14 naïve 漢字 🦄 well-known x_y (see it) "quoted" '
-    "supercalifragilistic-expialidocious-words-here a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p".split()
+    [
+        *'the graph Dr. U.S. e.g. J. etc. Smith 3.14 naïve 漢字 🦄 well-known x_y (see it) "quoted" '
+        "supercalifragilistic-expialidocious-words-here a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p 北京是首都。 "
+        "Pneumonoultramicroscopicsilicovolcanoconiosis".split(),
+        "x" * 90,
+    ]
 )
-SEPARATORS = st.sampled_from([" ", " ", " ", ". ", "? ", "! ", "... ", "\n", "\n\n", "\n- ", "\n# ", "\t", "  \n  "])
+SEPARATORS = st.sampled_from(
+    [" ", " ", " ", ". ", "? ", "! ", "... ", "\n", "\n\n", "\n- ", "\n# ", "\t", "  \n  ", " " * 70, ". " + " " * 70]
+)
 
 
 @st.composite
@@ -60,6 +66,7 @@ def check_invariants(chunker: SentenceChunker, text: str, chunks: list[TextChunk
         assert chunk.content == text[chunk.start : chunk.end]
         assert chunk.content and chunk.content == chunk.content.strip()
         assert count_tokens(chunk.content) <= chunker.max_tokens
+        assert len(chunk.content) <= chunker.max_chars
     # Coverage: nothing but whitespace lies before, after or between chunks.
     assert not text[: chunks[0].start].strip() and not text[chunks[-1].end :].strip()
     for previous, current in itertools.pairwise(chunks):
@@ -231,6 +238,28 @@ def test_word_longer_than_the_budget_is_cut_between_tokens() -> None:
     assert [c.content for c in chunks] == ["Start", "ab-ab-", "ab-ab-", "ab-ab end"]
 
 
+def test_no_chunk_is_longer_than_max_chars_whatever_its_spacing() -> None:
+    """A word of a million letters, and runs of spaces inside a sentence and between sentences (a
+    padded table, a hostile file): spaCy refuses a text over a million characters, and a model
+    reads only a chunk's first few hundred tokens."""
+    chunker = SentenceChunker(max_tokens=20, overlap_tokens=4)
+    word = "x" * 1_000_000
+    text = f"Start here. {word} then{' ' * 3000}a gap in one sentence. Next one.{' ' * 2000}After the gap."
+    chunks = chunker.split(text)
+    check_invariants(chunker, text, chunks)
+    assert chunker.max_chars == 480 and max(len(c.content) for c in chunks) == 480
+    assert len(chunks) == 1 + -(-1_000_000 // 480) + 2
+    last_piece = "x" * (1_000_000 % 480) + " then"
+    assert [c.content for c in chunks[-3:]] == [last_piece, "a gap in one sentence. Next one.", "After the gap."]
+
+
+def test_chinese_and_japanese_sentences_end_at_their_full_stops() -> None:
+    text = "北京是中国的首都。上海是最大的城市！你去过吗？「東京は日本の首都です。」次の文です。"
+    assert sentences(text) == ["北京是中国的首都。", "上海是最大的城市！", "你去过吗？", "「東京は日本の首都です。」", "次の文です。"]
+    chunks = SentenceChunker(max_tokens=12, overlap_tokens=0).split(text * 20)
+    assert all(count_tokens(c.content) <= 12 for c in chunks) and chunks[0].content == "北京是中国的首都。"
+
+
 def test_empty_and_whitespace_text() -> None:
     chunker = SentenceChunker()
     assert chunker.split("") == []
@@ -273,7 +302,9 @@ def test_chunker_is_frozen() -> None:
 def test_count_tokens() -> None:
     assert count_tokens("") == 0
     assert count_tokens("Hello, world!") == 4
-    assert count_tokens("U.S.-based naïve_word 漢字 🦄") == 9  # U . S . - based, naïve_word, 漢字, 🦄
+    assert count_tokens("U.S.-based naïve_word 漢字 🦄") == 10  # U . S . - based, naïve_word, 漢, 字, 🦄
+    assert count_tokens("x" * 49) == 3  # a word character run counts once per 24 characters
+    assert count_tokens("東京は日本の首都") == 8
 
 
 # --- the bench corpus ------------------------------------------------------------------------

@@ -70,6 +70,13 @@ def test_normalise_concept_options():
     assert normalise_concept("the part", stop_words=set()) == "part"
 
 
+def test_a_name_longer_than_max_name_chars_is_no_concept():
+    fits = "The " + "x" * 300
+    assert normalise_concept(fits) == "x" * 300  # the determiner goes before the length counts
+    assert normalise_concept("x" * 301) is None
+    assert normalise_concept("Quarterly report " * 100, keep_numeric=True) is None
+
+
 # -- SpacyConceptExtractor ------------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.cli import main as cli_main
 from surreal_kgrag.errors import QueryExecutionError
 from surreal_kgrag.extract import CallableConceptExtractor
+from surreal_kgrag.models import SourceDocument
 
 PLACES = ["Lisbon", "Warsaw", "Nairobi", "Quito", "Hanoi", "Oslo", "Perth", "Tunis", "Lima", "Riga"]
 PEOPLE = ["Ada Lovelace", "Alan Turing", "Grace Hopper", "Marie Curie", "Niels Bohr", "Lise Meitner"]
@@ -146,6 +147,32 @@ def test_a_document_over_the_size_cap_fails_before_any_model_work(store, minilm,
     assert (summary.added, summary.failed) == (1, 1)
     assert "max_document_chars=5,000" in summary.failures[0].reason and summary.failures[0].source == "text[0]"
     assert not any("district" in t for t in counting.texts)  # the long one never reached the models
+
+
+def test_a_huge_word_a_run_of_spaces_and_a_long_title_are_cut_or_refused_and_the_rest_written(store, minilm, spacy_extractor):
+    """spaCy refuses a text of over a million characters, and a chunk was a whole word or a whole
+    sentence whatever its length: one such document stopped the run. A title of thousands of
+    characters became a concept (a record id) and a full-text search of all its words."""
+    docs = [
+        SourceDocument(key="word", source="word.txt", title="Curie and Bohr", text=f"Marie Curie lived in Paris. {'x' * 1_100_000} Niels Bohr worked in Copenhagen."),
+        SourceDocument(key="spaces", source="spaces.txt", title="Two cities", text=f"Lisbon lies on the Tagus.{' ' * 1_100_000}Quito sits high in the Andes."),
+        SourceDocument(key="title", source="title.txt", title="A long title " * 200, text="Warsaw is on the Vistula."),
+        SourceDocument(key="named", source="named.txt", title="Word " * 100, text="Hanoi has many lakes."),
+    ]
+    summary = Ingestor(store, embedder=minilm, extractor=spacy_extractor).ingest(docs)
+    assert (summary.added, summary.failed) == (3, 1), summary.failures
+    assert summary.failures[0].source == "title.txt" and "title has 2,600 characters, more than 1,000" in summary.failures[0].reason
+    rows = store.query_text("test: chunks", "SELECT doc, content, index FROM chunk ORDER BY doc, index;")[-1]
+    longest = SentenceChunker().max_chars
+    assert all(len(row["content"]) <= longest for row in rows)
+    spaces = [row["content"] for row in rows if row["doc"].id == "spaces"]
+    assert spaces == ["Lisbon lies on the Tagus.", "Quito sits high in the Andes."]
+    word = [row["content"] for row in rows if row["doc"].id == "word"]
+    assert len(word) == 1 + 1_100_000 // longest + 1 and word[0] == "Marie Curie lived in Paris." and "Copenhagen" in word[-1]
+    assert concept(store, "niels bohr")["df"] == concept(store, "quito")["df"] == 1
+    names = store.query_text("test: names", "SELECT VALUE name FROM concept;")[-1]
+    assert "hanoi" in names and max(len(name) for name in names) <= 300
+    assert integrity(store) == {}
 
 
 def test_records_the_database_cannot_hold_are_reported_with_their_line_and_the_rest_written(

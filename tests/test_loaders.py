@@ -154,6 +154,21 @@ def test_html_falls_back_to_lxml_when_trafilatura_finds_nothing(tmp_path: Path) 
     assert d.title == "Side Notes"
 
 
+def test_a_title_longer_than_max_title_chars_gives_way_to_the_file_name(tmp_path: Path) -> None:
+    """A title is written above every chunk of its document and may be a concept: a file's heading
+    or <title> of thousands of characters is not used (the ingest refuses such a title)."""
+    long_title = "Quarterly report " * 100
+    (tmp_path / "heading-notes.md").write_text(f"# {long_title}\n\nThe body.\n", encoding="utf-8")
+    (tmp_path / "page-notes.html").write_text(
+        f"<html><head><title>{long_title}</title></head><body><article><p>The body of the page, "
+        "long enough for a main text.</p></article></body></html>",
+        encoding="utf-8",
+    )
+    (tmp_path / "short.md").write_text("# Quarterly report\n\nThe body.\n", encoding="utf-8")
+    titles = {d.metadata["file_name"]: d.title for d in load_path(tmp_path) if isinstance(d, SourceDocument)}
+    assert titles == {"heading-notes.md": "Heading notes", "page-notes.html": "Page notes", "short.md": "Quarterly report"}
+
+
 def test_html_without_text_is_a_failure(tmp_path: Path) -> None:
     path = tmp_path / "blank.html"
     path.write_text("<html><head><title></title></head><body><img src='x.png'></body></html>", encoding="utf-8")

@@ -30,6 +30,10 @@ _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u20
 _QUOTE_SYMBOLS = frozenset("`")
 
 
+#: The longest concept name: a longer phrase (a title of thousands of characters, a run-on table
+#: cell) names nothing a question would, and its record id and title search grow with it.
+MAX_NAME_CHARS = 300
+
 # "1970s", "21st", "3rd", "1,000", "10%": numbers, possibly with a suffix, count as numeric.
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:s|st|nd|rd|th)?\b")
 
@@ -46,8 +50,9 @@ def normalise_concept(
     NFKC, casefold, typographic apostrophes -> ``'``, punctuation stripped at both ends, trailing
     possessive ``'s`` removed, leading determiners / possessive pronouns removed, whitespace
     collapsed. ``lemma_last`` replaces the last word (pass the head noun's lemma: "rivers" -> "river").
-    Rejected: empty results, phrases made only of pronouns, determiners or ``stop_words``, and
-    (unless ``keep_numeric``) strings with no letters besides numbers ("1954", "the 1970s", "21st").
+    Rejected: empty results, phrases made only of pronouns, determiners or ``stop_words``, names
+    longer than ``MAX_NAME_CHARS``, and (unless ``keep_numeric``) strings with no letters besides
+    numbers ("1954", "the 1970s", "21st").
     """
     words = _clean_ends(_fold(text).split())
     while len(words) > 1 and words[0] in _LEADING_WORDS:
@@ -59,6 +64,8 @@ def normalise_concept(
     if not words:
         return None
     name = " ".join(words)
+    if len(name) > MAX_NAME_CHARS:
+        return None
     if not keep_numeric and not any(ch.isalpha() for ch in _NUMBER.sub("", name)):
         return None
     if all(word in _FUNCTION_WORDS or word in stop_words for word in words):

@@ -34,6 +34,7 @@ from ..errors import QueryExecutionError
 from ..extract import ConceptExtractor, MetadataConceptExtractor
 from ..ids import document_id
 from ..loaders import find_unstorable
+from ..loaders.metadata import MAX_TITLE_CHARS
 from ..models import IngestSummary, LLMIngestStats, LoadFailure, SourceDocument
 from ..retrieval.scope import Scope
 from ..sections import split_document
@@ -359,6 +360,12 @@ def check_document(doc: SourceDocument | Any, max_chars: int) -> LoadFailure | N
             source=doc.source,
             reason=f"document has {len(doc.text):,} characters, more than max_document_chars={max_chars:,} "
             "(IngestConfig); split it, or raise the limit (a document is held in memory until it is written)",
+        )
+    if doc.title is not None and len(doc.title) > MAX_TITLE_CHARS:
+        return LoadFailure(
+            source=doc.source,
+            reason=f"title has {len(doc.title):,} characters, more than {MAX_TITLE_CHARS:,}: a title names the document and "
+            "is written above each of its chunks; shorten it, or put the long text in the document's text",
         )
     problem = find_unstorable(
         {"key": doc.key, "source": doc.source, "title": doc.title, "text": doc.text, "metadata": doc.metadata, "access": doc.access}

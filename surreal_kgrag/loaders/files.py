@@ -14,6 +14,7 @@ from typing import BinaryIO
 from ..errors import LoaderError
 from ..models import LoadFailure, SourceDocument
 from .formats import html_document, markdown_title, text_document
+from .metadata import fitting_title
 from .options import PLAIN_TYPES, SUPPORTED_SUFFIXES, LoaderOptions, Result, grew_past, guarded
 from .pdf import pdf_document
 from .records import json_documents, jsonl_documents
@@ -228,7 +229,7 @@ def _load_text_parts(path: Path, resolved: str, part_chars: int, max_bytes: int)
     try:
         for number, text in enumerate(_text_parts(path, part_chars, max_bytes), start=1):
             if title is None:
-                title = (markdown_title(text) if content_type == "text/markdown" else None) or path.stem
+                title = (fitting_title(markdown_title(text)) if content_type == "text/markdown" else None) or path.stem
             yield SourceDocument(
                 key=f"{resolved}#part-{number:05d}",
                 text=text,

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..models import LoadFailure, SourceDocument, TextLayout
 from .layout import Line, assemble
-from .metadata import OPENING_CHARS, file_metadata, readable_title
+from .metadata import OPENING_CHARS, file_metadata, fitting_title, readable_title
 from .pdf import pdf_document as pdf_document  # its public path before the PDF reader had a module
 
 _MD_FENCE = re.compile(r"^ {0,3}(```|~~~)")
@@ -20,7 +20,7 @@ _MD_RULE_CELL = re.compile(r":?-{3,}:?")
 
 def text_document(path: Path, text: str, resolved: str, content_type: str) -> SourceDocument:
     markdown = content_type == "text/markdown"
-    title = markdown_title(text) if markdown else None
+    title = fitting_title(markdown_title(text)) if markdown else None
     return SourceDocument(
         key=resolved,
         text=text,
@@ -108,7 +108,7 @@ def html_document(path: Path, html: str, resolved: str) -> SourceDocument | Load
         or ""
     ).strip()
     found = extract_metadata(html)
-    title = getattr(found, "title", None)
+    title = fitting_title(getattr(found, "title", None))
     for field in ("author", "date"):
         value = getattr(found, field, None)
         if value:
@@ -118,7 +118,7 @@ def html_document(path: Path, html: str, resolved: str) -> SourceDocument | Load
             tree = _html_tree(html)
         except (etree.ParserError, etree.XMLSyntaxError, ValueError) as exc:
             return LoadFailure(source=resolved, reason=f"cannot parse HTML: {exc}")
-        title = title or _html_title(tree)
+        title = title or fitting_title(_html_title(tree))
         text = text or _html_text(tree)
     if not text:
         return LoadFailure(source=resolved, reason="HTML page has no text content")

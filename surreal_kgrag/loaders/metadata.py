@@ -80,6 +80,17 @@ def file_metadata(path: Path, opening: str) -> dict[str, Any]:
     return metadata
 
 
+#: The longest title a document may carry: a title is a name, and it is written above every chunk
+#: of its document for the embedding and the full-text index.
+MAX_TITLE_CHARS = 1_000
+
+
+def fitting_title(title: str | None) -> str | None:
+    """A title a file gave (its heading, ``<title>``, PDF Title) when it is not longer than
+    ``MAX_TITLE_CHARS``; None otherwise, and the file name names the document."""
+    return title if title and len(title) <= MAX_TITLE_CHARS else None
+
+
 def readable_title(path: Path) -> str:
     """A title from a file name: separators as spaces, a lower-case start capitalised; a generic
     name (``index``, ``README``) is replaced by its folder's name."""

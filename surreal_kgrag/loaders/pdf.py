@@ -25,7 +25,7 @@ from typing import Any
 
 from ..models import LoadFailure, SourceDocument
 from .layout import Line, assemble, figures_at_end, mark_numeric_tables, numbering_rank
-from .metadata import file_metadata, pdf_date, readable_title
+from .metadata import file_metadata, fitting_title, pdf_date, readable_title
 from .options import MAX_PDF_CHARS, MAX_PDF_PAGES
 
 _LOCK = threading.Lock()  # pdfium is not thread-safe
@@ -100,7 +100,7 @@ def pdf_document(
     return SourceDocument(
         key=resolved,
         text=text,
-        title=_title(metadata.get("pdf_title")) or readable_title(path),
+        title=fitting_title(_title(metadata.get("pdf_title"))) or readable_title(path),
         source=resolved,
         content_type="application/pdf",
         metadata=metadata,
