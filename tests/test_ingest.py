@@ -390,6 +390,30 @@ def test_a_key_met_again_in_a_later_batch_of_one_run(store, minilm, spacy_extrac
         assert store.query("check_integrity")[-1] == reference.query("check_integrity")[-1]
 
 
+def test_an_id_two_files_give_is_written_once_and_the_second_reported(store, minilm, spacy_extractor, tmp_path):
+    """Records of two JSON Lines files and a JSON file sharing ids: the later ones replaced the
+    earlier ones in the same run without a word. The first file read keeps the id; the rest are
+    failures naming both places; the same folder given twice is the same documents again."""
+    lines = {
+        "a.jsonl": [("r1", BABBAGE[0]), ("r2", BABBAGE[1]), ("r3", "Ada Lovelace wrote the first program.")],
+        "b.jsonl": [("r2", "Charles Darwin sailed on the Beagle."), ("r4", "Alan Turing broke the Enigma cipher.")],
+    }
+    for name, records in lines.items():
+        (tmp_path / name).write_text("".join(json.dumps({"id": k, "text": t}) + "\n" for k, t in records), encoding="utf-8")
+    (tmp_path / "c.json").write_text(json.dumps([{"id": "r3", "text": "Grace Hopper built a compiler."}]), encoding="utf-8")
+    config = IngestConfig(batch_size=2, chunker=SHORT_CHUNKS)
+    summary = Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=config).ingest([tmp_path, tmp_path])
+    assert (summary.added, summary.skipped) == (4, 4) and summary.failed == 4, summary.failures
+    folder = tmp_path.resolve().as_posix()
+    reasons = {f.source: f.reason for f in summary.failures}
+    assert set(reasons) == {f"{folder}/b.jsonl:1", f"{folder}/c.json#0"}
+    assert f"duplicate id 'r2': {folder}/a.jsonl:2 gave" in reasons[f"{folder}/b.jsonl:1"]
+    assert f"duplicate id 'r3': {folder}/a.jsonl:3 gave" in reasons[f"{folder}/c.json#0"]
+    texts = store.query_text("test: texts", "SELECT VALUE [doc.id(), content] FROM chunk WHERE index = 0;")[-1]
+    assert dict(texts)["r2"].startswith(BABBAGE[1][:40]) and dict(texts)["r3"].startswith("Ada Lovelace")
+    assert set(dict(texts)) == {"r1", "r2", "r3", "r4"}
+
+
 def test_frequencies_and_titles_follow_renames_moves_and_deletes_from_several_writers(store, minilm, spacy_extractor):
     """df and `titled` change by deltas (fragments/document_frequencies.surql): each step must leave
     them equal to a count from the edges, with writers on several threads sharing concepts."""

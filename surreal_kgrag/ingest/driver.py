@@ -111,6 +111,9 @@ class Run:
         # The content hash and chunk count of each document this run has sent to be written, by key: a
         # key met again in a later batch is compared with it (the store does not hold it yet then).
         self.queued: dict[str, tuple[str, int]] = {}
+        # Where each key was first read: a key from a second source (two files giving the same id)
+        # would silently replace the first one's document in the same run.
+        self.origins: dict[str, str] = {}
         self.line = StageLine(self.config.queue_batches)
         self.abort = self.line.abort
         self.progress: Any = None
@@ -246,6 +249,8 @@ class Run:
                 if problem is None and isinstance(item, SourceDocument):
                     item = labelled(item, self.scope)
                     problem = item if isinstance(item, LoadFailure) else None
+                if problem is None and isinstance(item, SourceDocument):
+                    problem = self._claim(item)
                 if problem is not None or not isinstance(item, SourceDocument):
                     failures.append(problem or LoadFailure(source="?", reason="not a document"))
                     continue
@@ -259,6 +264,18 @@ class Run:
             docs, failures, chars = [], [], 0
             if item is None:
                 return
+
+    def _claim(self, doc: SourceDocument) -> LoadFailure | None:
+        """A failure for a document whose key an earlier document of this run, from another source,
+        already has; the same key from the same source (a file given twice) is that document again."""
+        first = self.origins.setdefault(doc.key, doc.source)
+        if first == doc.source:
+            return None
+        return LoadFailure(
+            source=doc.source,
+            reason=f"duplicate id {doc.key!r}: {first} gave a document this id earlier in this ingest, and it stays; "
+            "ids must be unique across the inputs of one ingest (give this one another id)",
+        )
 
     def _chunked(self, docs: list[SourceDocument], failures: list[LoadFailure]) -> Iterator[Batch]:
         docs = last_per_key(docs)
