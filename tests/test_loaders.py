@@ -660,6 +660,28 @@ def test_a_symlink_leaving_the_folder_is_not_followed_unless_asked(tmp_path: Pat
     assert doc(folder / "notes.txt").text == "password=hunter2"
 
 
+def test_a_symlinked_folder_is_reported_or_followed_and_a_link_back_up_is_no_loop(tmp_path: Path) -> None:
+    """A symlinked folder was skipped without a word, even with follow_symlinks=True."""
+    shared = tmp_path / "shared"
+    (shared / "deep").mkdir(parents=True)
+    (shared / "policy.md").write_text("# Policy\n\nThe shared policy.", encoding="utf-8")
+    (shared / "deep" / "terms.txt").write_text("The shared terms.", encoding="utf-8")
+    (shared / "deep" / "up").symlink_to(shared)  # a link back up: walking it would never end
+    folder = tmp_path / "docs"
+    (folder / "own").mkdir(parents=True)
+    (folder / "own" / "note.txt").write_text("Our own note.", encoding="utf-8")
+    (folder / "shared").symlink_to(shared)  # leaves the folder
+    (folder / "again").symlink_to(folder / "own")  # stays inside: its files are read where they are
+    docs, failures = split(list(load_path(folder)))
+    assert [d.text for d in docs] == ["Our own note."]
+    assert [(Path(f.source).name, "folder outside" in f.reason) for f in failures] == [("shared", True)]
+    docs, failures = split(list(load_path(folder, follow_symlinks=True)))
+    assert failures == []
+    # own/ is read through its link too: the same document again (its key is the file's real path)
+    assert sorted(d.text for d in docs) == ["# Policy\n\nThe shared policy.", "Our own note.", "Our own note.", "The shared terms."]
+    assert len({d.key for d in docs}) == 3
+
+
 def test_a_file_over_the_size_cap_is_reported_and_not_read(tmp_path: Path) -> None:
     path = tmp_path / "big.txt"
     path.write_text("word " * 1000, encoding="utf-8")

@@ -43,8 +43,8 @@ def iter_sources(
     """Yield a document or a failure for everything in ``inputs``; never raises for a bad input.
 
     Strings and path-likes are paths (files or folders); ``SourceDocument`` objects pass through;
-    LangChain and LlamaIndex documents are converted. Inside a folder, a symlink whose target lies
-    outside the folder is reported and skipped unless ``follow_symlinks``; a text file longer than
+    LangChain and LlamaIndex documents are converted. Inside a folder, a symlink (to a file or a
+    folder) whose target lies outside the folder is reported and skipped unless ``follow_symlinks``; a text file longer than
     ``part_chars`` characters is read a part at a time, each part a document keyed
     ``<path>#part-00001``, ...
 

@@ -51,15 +51,21 @@ def load_entry(path: str | os.PathLike[str], options: LoaderOptions) -> Result:
 
 
 def _load_folder(root: Path, options: LoaderOptions) -> Result:
-    """Walk ``root`` without following symlinked folders, skipping hidden entries."""
+    """Walk ``root``, skipping hidden entries; a symlinked folder is followed with
+    ``follow_symlinks`` (each real folder once: a link back up is no loop), else reported when its
+    target lies outside ``root`` (inside, its files are read where they are)."""
     pattern = [p for p in options.glob.split("/") if p]
     if pattern[-1:] == ["**"]:
         pattern.append("*")  # files only: a bare "**" would match folders
     errors: list[OSError] = []
     matches: list[tuple[str, Path]] = []
-    for dirpath, dirnames, filenames in os.walk(root, onerror=errors.append):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+    unfollowed: list[Path] = []
+    inside = root.resolve()
+    walked: set[Path] = set()
+    for dirpath, dirnames, filenames in os.walk(root, onerror=errors.append, followlinks=options.follow_symlinks):
         folder = Path(dirpath)
+        walked.add(folder.resolve())
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and _walk_into(folder / d, options, inside, walked, unfollowed)]
         rel_folder = folder.relative_to(root).as_posix()
         for name in filenames:
             if name.startswith(".") or Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
@@ -70,7 +76,12 @@ def _load_folder(root: Path, options: LoaderOptions) -> Result:
     for exc in errors:
         where = Path(exc.filename).absolute().as_posix() if exc.filename else root.absolute().as_posix()
         yield LoadFailure(source=where, reason=f"cannot list folder: {_os_reason(exc)}")
-    inside = root.resolve()
+    for link in unfollowed:
+        yield LoadFailure(
+            source=link.absolute().as_posix(),
+            reason="symlink to a folder outside the folder being ingested; not followed "
+            "(pass the target itself, or follow_symlinks=True)",
+        )
     for _, path in sorted(matches):
         if not options.follow_symlinks and path.is_symlink() and not _within(path, inside):
             yield LoadFailure(
@@ -80,6 +91,19 @@ def _load_folder(root: Path, options: LoaderOptions) -> Result:
             )
             continue
         yield from _load_file(path, options)
+
+
+def _walk_into(folder: Path, options: LoaderOptions, inside: Path, walked: set[Path], unfollowed: list[Path]) -> bool:
+    if not folder.is_symlink():
+        return True
+    if not options.follow_symlinks:
+        if not _within(folder, inside):
+            unfollowed.append(folder)
+        return False
+    try:
+        return folder.resolve() not in walked
+    except (OSError, RuntimeError):  # a broken link or a loop: os.walk reports what it cannot list
+        return True
 
 
 def _within(path: Path, folder: Path) -> bool:

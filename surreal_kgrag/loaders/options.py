@@ -54,7 +54,9 @@ class LoaderOptions(BaseModel):
     title_field: str = Field(default="title", min_length=1)
     id_field: str = Field(default="id", min_length=1)
     access_field: str = Field(default="access", min_length=1)
-    follow_symlinks: bool = Field(default=False, description="read symlinks inside a folder whose target lies outside that folder")
+    follow_symlinks: bool = Field(
+        default=False, description="read symlinks (to files or folders) inside a folder whose target lies outside that folder"
+    )
     max_file_bytes: int = Field(
         default=MAX_FILE_BYTES,
         ge=1,
