@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 import stat
 from collections.abc import Iterator
 from fnmatch import fnmatchcase
@@ -180,7 +181,7 @@ def _read_file(path: Path, options: LoaderOptions) -> Result:
         yield pdf_document(path, data, resolved, max_pages=options.max_pdf_pages, max_chars=options.max_pdf_chars)
         return
     try:
-        text = _decode(data)
+        text = _decode(data, html=suffix in (".html", ".htm"))
     except LoaderError as exc:
         yield LoadFailure(source=resolved, reason=str(exc))
         return
@@ -205,17 +206,49 @@ def _read_at_most(stream: BinaryIO, size: int, limit: int) -> bytes | None:
     return None if total > limit else b"".join(blocks)
 
 
-def _decode(data: bytes) -> str:
+def _decode(data: bytes, *, html: bool = False) -> str:
     if b"\x00" in data:
         raise LoaderError(_nul_reason(data))
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise LoaderError(f"not valid UTF-8 (bad byte at offset {exc.start}); re-save the file as UTF-8") from None
+        declared = _html_charset(data) if html else None
+        if declared is None:
+            raise LoaderError(f"not valid UTF-8 (bad byte at offset {exc.start}); re-save the file as UTF-8") from None
+        try:
+            text = data.decode(declared)
+        except UnicodeDecodeError as declared_exc:
+            raise LoaderError(
+                f"neither valid UTF-8 nor valid {declared}, the charset the page declares "
+                f"(bad byte at offset {declared_exc.start}); re-save the file as UTF-8"
+            ) from None
     if not text.strip():
         raise LoaderError("empty file; nothing to index")
     # Same newlines as text-mode open(), so a CRLF checkout hashes like an LF one.
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+# <meta charset="..."> or <meta http-equiv="Content-Type" content="text/html; charset=...">, which a
+# browser looks for in the first 1,024 bytes.
+_META_CHARSET = re.compile(rb"""<meta\b[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
+# As browsers read them (WHATWG Encoding): a page labelled Latin-1 or ASCII is windows-1252.
+_CHARSET_AS_BROWSERS_READ = {"iso8859-1": "cp1252", "ascii": "cp1252"}
+
+
+def _html_charset(data: bytes) -> str | None:
+    """The Python codec of the charset an HTML page that is not UTF-8 declares, if Python has it."""
+    found = _META_CHARSET.search(data[:1024])
+    if found is None:
+        return None
+    label = found.group(1).decode("ascii").lower()
+    try:
+        name = codecs.lookup(label).name
+        "".encode(name)  # a codec that is no text encoding ("base64", "rot13") raises LookupError
+    except LookupError:
+        return None
+    if name.startswith(("utf-16", "utf-32")):  # a page without NUL bytes is neither; browsers ignore such a label
+        return None
+    return _CHARSET_AS_BROWSERS_READ.get(name, name)
 
 
 def _nul_reason(start: bytes) -> str:
