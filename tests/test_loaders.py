@@ -169,6 +169,25 @@ def test_a_title_longer_than_max_title_chars_gives_way_to_the_file_name(tmp_path
     assert titles == {"heading-notes.md": "Heading notes", "page-notes.html": "Page notes", "short.md": "Quarterly report"}
 
 
+def test_deeply_nested_html_keeps_its_deep_content_or_is_refused(tmp_path: Path) -> None:
+    """Past 255 nested elements the parser dropped the deeper content and everything after it, and
+    the page loaded without a word; now it is parsed to MAX_HTML_DEPTH, and deeper is a failure."""
+
+    def page(levels: int) -> str:
+        deep = "<div>" * levels + "<p>Deep content about Marie Curie in Paris.</p>" + "</div>" * levels
+        return (
+            "<html><head><title>Nested</title></head><body><article><p>A shallow opening paragraph.</p>"
+            f"{deep}<p>The closing paragraph after it.</p></article></body></html>"
+        )
+
+    (tmp_path / "deep.html").write_text(page(400), encoding="utf-8")
+    assert doc(tmp_path / "deep.html").text == (
+        "A shallow opening paragraph.\n\nDeep content about Marie Curie in Paris.\n\nThe closing paragraph after it."
+    )
+    (tmp_path / "deeper.html").write_text(page(2_500), encoding="utf-8")
+    assert "HTML nested 2,000 or more elements deep" in failure(tmp_path / "deeper.html").reason
+
+
 def test_html_without_text_is_a_failure(tmp_path: Path) -> None:
     path = tmp_path / "blank.html"
     path.write_text("<html><head><title></title></head><body><img src='x.png'></body></html>", encoding="utf-8")

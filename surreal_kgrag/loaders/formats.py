@@ -101,23 +101,30 @@ def html_document(path: Path, html: str, resolved: str) -> SourceDocument | Load
     from lxml import etree
 
     metadata: dict[str, Any] = {"file_name": path.name}
+    try:
+        tree = _html_tree(html)
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError) as exc:
+        return LoadFailure(source=resolved, reason=f"cannot parse HTML: {exc}")
+    if _depth(tree) >= MAX_HTML_DEPTH:
+        return LoadFailure(
+            source=resolved,
+            reason=f"HTML nested {MAX_HTML_DEPTH:,} or more elements deep: the parser stops there, and what lies deeper "
+            "would be lost; flatten the page, or save its text as a .txt or .md file",
+        )
+    found = extract_metadata(tree)  # before extract(), which prunes the tree it reads
     text = (
         trafilatura.extract(
-            html, output_format="markdown", include_comments=False, include_tables=True, include_formatting=True, favor_recall=True
+            tree, output_format="markdown", include_comments=False, include_tables=True, include_formatting=True, favor_recall=True
         )
         or ""
     ).strip()
-    found = extract_metadata(html)
     title = fitting_title(getattr(found, "title", None))
     for field in ("author", "date"):
         value = getattr(found, field, None)
         if value:
             metadata[field] = value
     if not text or not title:
-        try:
-            tree = _html_tree(html)
-        except (etree.ParserError, etree.XMLSyntaxError, ValueError) as exc:
-            return LoadFailure(source=resolved, reason=f"cannot parse HTML: {exc}")
+        tree = _html_tree(html)
         title = title or fitting_title(_html_title(tree))
         text = text or _html_text(tree)
     if not text:
@@ -136,12 +143,27 @@ def html_document(path: Path, html: str, resolved: str) -> SourceDocument | Load
     )
 
 
+#: How deep the HTML parser nests elements (libxml2's limit with ``huge_tree``; 255 without it,
+#: past which a page's deeper content and everything after it were dropped without a word).
+MAX_HTML_DEPTH = 2_000
+
+
 def _html_tree(html: str) -> Any:
     import lxml.html
 
     # Bytes, because lxml rejects str input that carries an XML encoding declaration.
-    parser = lxml.html.HTMLParser(encoding="utf-8")
+    parser = lxml.html.HTMLParser(encoding="utf-8", huge_tree=True)
     return lxml.html.document_fromstring(html.encode("utf-8"), parser=parser)
+
+
+def _depth(tree: Any) -> int:
+    deepest = 0
+    stack = [(tree, 0)]
+    while stack:
+        element, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in element)
+    return deepest
 
 
 def _html_title(tree: Any) -> str | None:
