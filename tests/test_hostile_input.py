@@ -669,8 +669,12 @@ def test_megabyte_strings(store, ingestor, retrievers, tools, vector, url, capsy
         code = cli_main(["query", text[:200_000], "--db", url, "--mode", "chunk"])
         assert code in (0, 1) and "Traceback" not in capsys.readouterr().err
         TALLY.add("megabyte strings", "ran" if code == 0 else "rejected")
-    # Metadata and a title of a megabyte, on a short document.
-    doc = SourceDocument(key="mega", text="Marie Curie lived in Warsaw.", title=text[:5000], source="mega", metadata={"blob": text})
+    # Metadata of a megabyte and the longest title, on a short document; a longer title is refused.
+    too_long = SourceDocument(key="mega", text="Marie Curie lived in Warsaw.", title=text[:5000], source="mega")
+    summary = ingestor.ingest([too_long])
+    assert summary.failed == 1 and "title has 5,000 characters, more than 1,000" in summary.failures[0].reason
+    TALLY.add("megabyte strings", "rejected")
+    doc = SourceDocument(key="mega", text="Marie Curie lived in Warsaw.", title=text[:1000], source="mega", metadata={"blob": text})
     summary = ingestor.ingest([doc])
     try:
         if storable(text):
