@@ -568,6 +568,24 @@ def test_langchain_documents() -> None:
     assert isinstance(results[1], LoadFailure) and "empty" in results[1].reason and "blank" in results[1].source
 
 
+def test_failures_of_framework_documents_without_an_id_name_their_place(minilm) -> None:
+    """A batch of LangChain documents without ids (how most loaders make them): a failure said only
+    "<LangChain document>" or "langchain", whichever of fifty it was."""
+    from langchain_core.documents import Document
+
+    docs = [Document(page_content=f"Note {i} about Lisbon.") for i in range(50)]
+    docs[17] = Document(page_content="  ")
+    docs[31] = Document(page_content="Note 31 about Lisbon.", metadata={"blob": 2**70})
+    results = list(iter_sources([*docs, 42]))
+    failures = [r for r in results if isinstance(r, LoadFailure)]
+    assert [f.source for f in failures] == ["<LangChain document #17>", "<builtins.int #50>"]
+    with SurrealStore("mem://") as store:
+        summary = Ingestor(store, embedder=minilm, extractor=CallableConceptExtractor(lambda text: ["lisbon"])).ingest(docs)
+    unstorable = from_langchain(docs[31]).key
+    assert summary.added == 48 and [f.source for f in summary.failures] == ["<LangChain document #17>", unstorable]
+    assert unstorable.startswith("langchain:") and str(2**70) in summary.failures[1].reason
+
+
 def test_llama_index_documents_and_nodes() -> None:
     from llama_index.core import Document
     from llama_index.core.schema import TextNode

@@ -71,8 +71,8 @@ def iter_sources(
     # A lone path is a common slip; iterating it would walk its characters.
     if isinstance(inputs, (str, os.PathLike, SourceDocument)):
         inputs = [inputs]
-    for item in inputs:
-        yield from guarded(_load_one(item, options), _label(item))
+    for position, item in enumerate(inputs):
+        yield from guarded(_load_one(item, options, position), _label(item, position))
 
 
 def load_path(path: str | os.PathLike[str], **options: Any) -> Iterator[SourceDocument | LoadFailure]:
@@ -132,32 +132,32 @@ def from_llama_index(doc: Any, *, access_field: str = "access") -> SourceDocumen
     return _framework_document(text, metadata, doc_id, "llama_index", access_field)
 
 
-def _load_one(item: Any, options: LoaderOptions) -> Result:
+def _load_one(item: Any, options: LoaderOptions, position: int) -> Result:
     if isinstance(item, SourceDocument):
         yield item
     elif isinstance(item, (str, os.PathLike)):
         yield from load_entry(item, options)
     elif _is_langchain(item):
-        yield _convert(from_langchain, item, options, "LangChain document")
+        yield _convert(from_langchain, item, options, "LangChain document", position)
     elif _is_llama_index(item):
-        yield _convert(from_llama_index, item, options, "LlamaIndex document")
+        yield _convert(from_llama_index, item, options, "LlamaIndex document", position)
     else:
         kind = f"{type(item).__module__}.{type(item).__qualname__}"
         yield LoadFailure(
-            source=f"<{kind}>",
+            source=_label(item, position),
             reason=f"unsupported input type {kind}; pass a file or folder path, a SourceDocument, "
             "a LangChain or LlamaIndex document, or wrap raw text with from_text()",
         )
 
 
-def _label(item: Any) -> str:
-    """How a failure names an input."""
+def _label(item: Any, position: int) -> str:
+    """How a failure names an input: its path, else its type and place among the inputs."""
     if isinstance(item, (str, os.PathLike)):
         try:
             return Path(item).absolute().as_posix()
         except (TypeError, ValueError):
             return repr(item)
-    return f"<{type(item).__module__}.{type(item).__qualname__}>"
+    return f"<{type(item).__module__}.{type(item).__qualname__} #{position}>"
 
 
 def _is_langchain(item: Any) -> bool:
@@ -169,12 +169,12 @@ def _is_llama_index(item: Any) -> bool:
     return has_text and hasattr(item, "metadata") and (hasattr(item, "id_") or hasattr(item, "doc_id"))
 
 
-def _convert(convert: Any, item: Any, options: LoaderOptions, what: str) -> SourceDocument | LoadFailure:
+def _convert(convert: Any, item: Any, options: LoaderOptions, what: str, position: int) -> SourceDocument | LoadFailure:
     try:
         return convert(item, access_field=options.access_field)
     except LoaderError as exc:
         ident = getattr(item, "id", None) or getattr(item, "id_", None)
-        return LoadFailure(source=f"<{what} {ident}>" if ident else f"<{what}>", reason=str(exc))
+        return LoadFailure(source=f"<{what} {ident}>" if ident else f"<{what} #{position}>", reason=str(exc))
 
 
 def _framework_document(text: Any, metadata: dict[str, Any], doc_id: Any, framework: str, access_field: str) -> SourceDocument:
@@ -184,9 +184,11 @@ def _framework_document(text: Any, metadata: dict[str, Any], doc_id: Any, framew
         raise LoaderError(f"{framework} document {doc_id or ''} has empty text; there is nothing to index")
     access = access_list(metadata.pop(access_field, None), f"metadata[{access_field!r}]")
     title = metadata.get("title")
-    source = metadata.get("source") or metadata.get("file_path") or framework
+    key = str(doc_id) if doc_id else f"{framework}:{sha16(text)}"
+    # Without a source of its own, its key names it (in failures too): "langchain" named none.
+    source = metadata.get("source") or metadata.get("file_path") or (f"{framework}:{key}" if doc_id else key)
     return SourceDocument(
-        key=str(doc_id) if doc_id else f"{framework}:{sha16(text)}",
+        key=key,
         text=text,
         title=title if isinstance(title, str) and title else None,
         source=str(source),
