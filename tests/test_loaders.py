@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -502,6 +503,23 @@ def test_folder_is_recursive_sorted_and_skips_hidden_and_unsupported() -> None:
 )
 def test_folder_glob(glob: str, expected: list[str]) -> None:
     assert relative_keys(list(load_path(DOCS, glob=glob))) == expected
+
+
+def test_a_glob_of_many_double_stars_matches_a_deep_folder_in_linear_time(tmp_path: Path) -> None:
+    """Each "**" was tried at each split of the path in turn: 20 of them against a file 30 folders
+    deep never finished. Walked in a child process, so a regression fails here instead of hanging."""
+    deep = tmp_path.joinpath(*[f"d{i}" for i in range(30)])
+    deep.mkdir(parents=True)
+    (deep / "notes.md").write_text("# Deep\n\nDeep notes.", encoding="utf-8")
+    (deep / "other.txt").write_text("Other notes.", encoding="utf-8")
+    program = textwrap.dedent(f"""
+        import json
+        from surreal_kgrag.loaders import load_path
+        for glob in ("**/" * 20 + "*.md", "**/" * 20 + "d29/*.txt", "**/" * 20 + "nowhere/*.md"):
+            print(json.dumps(sorted(d.metadata["file_name"] for d in load_path({str(tmp_path)!r}, glob=glob))))
+    """)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=True)
+    assert [json.loads(line) for line in done.stdout.splitlines()] == [["notes.md"], ["other.txt"], []]
 
 
 def test_folder_skips_directories_named_like_files(tmp_path: Path) -> None:

@@ -115,13 +115,26 @@ def _within(path: Path, folder: Path) -> bool:
 
 
 def _glob_match(parts: list[str], pattern: list[str]) -> bool:
-    """Match path segments against glob segments: ``**`` spans folders, ``*`` stays in one."""
-    if not pattern:
-        return not parts
-    head, rest = pattern[0], pattern[1:]
-    if head == "**":
-        return any(_glob_match(parts[i:], rest) for i in range(len(parts) + 1))
-    return bool(parts) and fnmatchcase(parts[0], head) and _glob_match(parts[1:], rest)
+    """Match path segments against glob segments: ``**`` spans folders, ``*`` stays in one. The
+    pattern positions each path prefix can reach, one segment at a time: linear in both lengths
+    (trying each split of each ``**`` in turn is exponential in their number)."""
+
+    def closed(reached: set[int]) -> set[int]:
+        out = set(reached)
+        for j in sorted(reached):  # a "**" may span no folder: the next segment is reached too
+            while j < len(pattern) and pattern[j] == "**":
+                j += 1
+                out.add(j)
+        return out
+
+    reached = closed({0})
+    for part in parts:
+        step = {j for j in reached if j < len(pattern) and pattern[j] == "**"}  # "**" takes this folder
+        step |= {j + 1 for j in reached if j < len(pattern) and pattern[j] != "**" and fnmatchcase(part, pattern[j])}
+        reached = closed(step)
+        if not reached:
+            return False
+    return len(pattern) in reached
 
 
 def _load_file(path: Path, options: LoaderOptions) -> Result:
