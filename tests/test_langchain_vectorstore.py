@@ -132,6 +132,24 @@ def test_scope_reads_writes_and_deletes(minilm, spacy_extractor):
         assert {d.id for d in everyone.similarity_search("museum", k=5, filter={"missing": {"$exists": True}})} == set()
 
 
+def test_a_filter_given_to_the_store_means_what_the_same_filter_means_per_call(minilm, spacy_extractor):
+    """Every bare key of a vector-store filter is a metadata key; the constructor's filter read
+    ``title`` and ``id`` as the document's own fields (a text's title is none: nothing was visible,
+    and ``{"id": 8}`` was refused as not a string)."""
+    with SurrealStore("mem://") as store:
+        writer = SurrealKGVectorStore(minilm, store=store, extractor=spacy_extractor)
+        writer.add_texts(
+            ["The museum opens at nine.", "The museum closes at six.", "The museum cafe serves soup."],
+            [{"title": "hours", "id": 7}, {"title": "closing", "id": 8}, {"title": "hours", "id": 9}],
+            ids=["open", "close", "cafe"],
+        )
+        for spec in ({"title": "hours"}, {"id": 8}, {"$or": [{"id": 7}, {"title": "closing"}]}):
+            pinned = SurrealKGVectorStore(minilm, store=store, filter=spec, extractor=spacy_extractor)
+            per_call = {d.id for d in writer.similarity_search("museum", k=5, filter=spec)}
+            assert {d.id for d in pinned.similarity_search("museum", k=5)} == per_call and per_call, spec
+            assert {d.id for d in pinned.get_by_ids(["open", "close", "cafe"])} == per_call
+
+
 def test_bad_input_is_reported_and_the_rest_stored(kg):
     with pytest.raises(VectorWriteError, match="no text") as failure:
         kg.add_texts(["   ", "Chopin was born near Warsaw."], ids=["blank", "chopin"])

@@ -16,7 +16,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
 from surreal_kgrag import IngestConfig, Scope, SurrealStore
-from surreal_kgrag.vectors import StoredText, TextStore, open_store
+from surreal_kgrag.vectors import StoredText, TextStore, metadata_filter, open_store
 
 DEFAULT_K = 4
 
@@ -32,7 +32,7 @@ class SurrealKGVectorStore(VectorStore):
     dimension of the model that created it. ``db_url`` / ``store``: where (``mem://``,
     ``surrealkv://path``, ``ws://host:port``...), or an open ``SurrealStore`` the caller keeps
     owning. ``access`` / ``filter``: the scope every read stays in (access labels; a filter every
-    document must match); written documents carry ``labels`` (default: ``access``), and a scoped
+    document must match, read as a per-call filter is); written documents carry ``labels`` (default: ``access``), and a scoped
     store deletes only what it can read. ``extractor``: the concept extractor (default spaCy).
 
     Scores (``similarity_search_with_score``) are the cosine similarity of a document's best chunk
@@ -66,7 +66,7 @@ class SurrealKGVectorStore(VectorStore):
             store,
             embedder=embedding,
             extractor=extractor,
-            scope=Scope(access=access, filters=filter),
+            scope=Scope(access=access, filters=metadata_filter(filter)),
             labels=labels,
             source="langchain",
             config=ingest_config,
