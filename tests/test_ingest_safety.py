@@ -238,7 +238,8 @@ def test_a_long_text_file_is_stored_in_parts_and_its_stale_parts_go(store, minil
     rows = store.query("document_parts", {"sources": [key]})[-1]
     assert sorted(r["id"].id for r in rows) == [f"{key}#part-{i:05d}" for i in range(1, first.added + 1)]
     part = store.query("get_document", {"ids": [rows[0]["id"]]})[-1][0]
-    assert part["title"] == "The long book" and part["metadata"] == {"file_name": "long.md", "part": 1}
+    assert part["title"] == "The long book" and part["metadata"]["file_name"] == "long.md" and part["metadata"]["part"] == 1
+    assert set(part["metadata"]) == {"file_name", "part", "modified"}  # as a file read whole has them
 
     path.write_text("# The long book\n\n" + prose(90) + "\n\n" + prose(40, seed=90))  # grown: parts added at its end
     grown = ingestor.ingest([path])

@@ -927,6 +927,35 @@ def test_a_long_text_file_is_read_in_parts_that_add_up_to_the_file(tmp_path: Pat
     assert one(path, part_chars=3_000_000).key == key  # under the part size it is one document
 
 
+def test_a_long_markdown_file_keeps_its_sections_tables_and_dates_in_every_part(tmp_path: Path) -> None:
+    """A Markdown file read in parts lost its layout (each part was plain text: no sections, no
+    tables chunked by rows) and the dates its name gives; a part's sections now continue the
+    previous part's headings, as one read of the whole file would give them."""
+    chapters = []
+    for c in range(6):
+        rows = "\n".join(f"| {c}.{r} | {r * 7} |" for r in range(8))
+        sections = "\n\n".join(f"### Port {c}.{s}\n\n" + f"Ships of chapter {c} call at port {s}. " * 20 for s in range(3))
+        chapters.append(f"## Chapter {c}\n\n{sections}\n\n| port | ships |\n|---|---|\n{rows}")
+    text = "# Harbour guide\n\nAn opening paragraph.\n\n" + "\n\n".join(chapters) + "\n"
+    path = tmp_path / "2024-05-01 harbour.md"
+    path.write_text(text, encoding="utf-8")
+    whole = one(path)
+    parts = [d for d in load_path(path, part_chars=3_000) if isinstance(d, SourceDocument)]
+    assert len(parts) > 4 and "".join(p.text for p in parts) == text
+    assert all(p.metadata["date"] == whole.metadata["date"] == "2024-05-01" for p in parts)
+    assert {p.title for p in parts} == {"Harbour guide"}
+    offset = 0
+    expected = {}
+    for p in parts:  # every section of every part, at its place in the whole file
+        assert p.layout is not None and p.layout.sections and p.layout.sections[0][0] == 0
+        expected |= {offset + start: path for start, path in p.layout.sections}
+        for start, body, end in p.layout.tables:
+            assert p.text[start:body].startswith("| port | ships |") and p.text[end - 1] == "|"
+        offset += len(p.text)
+    assert whole.layout is not None and set(whole.layout.sections) <= set(expected.items())
+    assert sum(len(p.layout.tables) for p in parts if p.layout) == 6
+
+
 def test_a_record_with_an_unstorable_value_is_a_failure_with_its_line(tmp_path: Path) -> None:
     path = tmp_path / "records.jsonl"
     path.write_text(

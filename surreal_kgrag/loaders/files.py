@@ -10,12 +10,12 @@ import stat
 from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ..errors import LoaderError
 from ..models import LoadFailure, SourceDocument
-from .formats import html_document, markdown_title, text_document
-from .metadata import fitting_title
+from .formats import html_document, markdown_part_layout, markdown_title, text_document
+from .metadata import OPENING_CHARS, file_metadata, fitting_title
 from .options import PLAIN_TYPES, SUPPORTED_SUFFIXES, LoaderOptions, Result, grew_past, guarded
 from .pdf import pdf_document
 from .records import json_documents, jsonl_documents
@@ -295,18 +295,26 @@ def _load_text_parts(path: Path, resolved: str, part_chars: int, max_bytes: int)
         yield LoadFailure(source=resolved, reason="empty file; nothing to index")
         return
     content_type = SUPPORTED_SUFFIXES[path.suffix.lower()]
+    markdown = content_type == "text/markdown"
     title: str | None = None
+    found: dict[str, Any] = {}  # the dates its name or opening give, as a file read whole has
+    headings: list[tuple[int, str]] = []  # a Markdown part's sections continue the previous part's
     try:
         for number, text in enumerate(_text_parts(path, part_chars, max_bytes), start=1):
             if title is None:
-                title = (fitting_title(markdown_title(text)) if content_type == "text/markdown" else None) or path.stem
+                title = (fitting_title(markdown_title(text)) if markdown else None) or path.stem
+                found = file_metadata(path, text[:OPENING_CHARS])
+            layout = None
+            if markdown:
+                layout, headings = markdown_part_layout(text, headings)
             yield SourceDocument(
                 key=f"{resolved}#part-{number:05d}",
                 text=text,
                 title=title,
                 source=resolved,
                 content_type=content_type,
-                metadata={"file_name": path.name, "part": number},
+                metadata={"file_name": path.name, **found, "part": number},
+                layout=layout,
                 parts=total,
             )
     except LoaderError as exc:  # it passed the first reading: the file changed in between

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,31 @@ def _table_rule(line: str) -> bool:
 def markdown_layout(text: str) -> TextLayout:
     """Sections from ATX headings (``#`` to ``######``, outside code fences) and pipe tables (a
     header row, its ``|---|`` line, then rows) of Markdown text."""
+    return assemble([_markdown_lines(text)], paged=False)[1]
+
+
+def markdown_part_layout(text: str, open_headings: Sequence[tuple[int, str]] = ()) -> tuple[TextLayout, list[tuple[int, str]]]:
+    """The layout of one part of a Markdown file read in parts, under the headings (level, title)
+    still open where the previous part ended; and the headings open where this part ends."""
+    prefix = "".join(f"{'#' * level} {title}\n" for level, title in open_headings)
+    lines = _markdown_lines(prefix + text)
+    stack: list[tuple[int, str]] = []
+    for line in lines:
+        if line.heading is not None:
+            while stack and stack[-1][0] >= line.heading[0]:
+                stack.pop()
+            stack.append((line.heading[0], line.title or line.text))
+    layout = assemble([lines], paged=False)[1]
+    shift = len(prefix)
+    sections = [(start - shift, path) for start, path in layout.sections if start >= shift]
+    inherited = [path for start, path in layout.sections if start < shift]
+    if inherited and not (sections and sections[0][0] == 0):
+        sections.insert(0, (0, inherited[-1]))
+    tables = [(start - shift, body - shift, end - shift) for start, body, end in layout.tables]
+    return TextLayout(sections=sections, tables=tables), stack
+
+
+def _markdown_lines(text: str) -> list[Line]:
     lines = [Line(line) for line in text.split("\n")]
     in_fence = False
     table = False
@@ -88,7 +114,7 @@ def markdown_layout(text: str) -> TextLayout:
             table = True
         else:
             table = False
-    return assemble([lines], paged=False)[1]
+    return lines
 
 
 def html_document(path: Path, html: str, resolved: str) -> SourceDocument | LoadFailure:
