@@ -407,11 +407,25 @@ def test_an_id_two_files_give_is_written_once_and_the_second_reported(store, min
     folder = tmp_path.resolve().as_posix()
     reasons = {f.source: f.reason for f in summary.failures}
     assert set(reasons) == {f"{folder}/b.jsonl:1", f"{folder}/c.json#0"}
-    assert f"duplicate id 'r2': {folder}/a.jsonl:2 gave" in reasons[f"{folder}/b.jsonl:1"]
+    assert f"duplicate id 'r2': {folder}/a.jsonl:2 gave a document with another text" in reasons[f"{folder}/b.jsonl:1"]
     assert f"duplicate id 'r3': {folder}/a.jsonl:3 gave" in reasons[f"{folder}/c.json#0"]
     texts = store.query_text("test: texts", "SELECT VALUE [doc.id(), content] FROM chunk WHERE index = 0;")[-1]
     assert dict(texts)["r2"].startswith(BABBAGE[1][:40]) and dict(texts)["r3"].startswith("Ada Lovelace")
     assert set(dict(texts)) == {"r1", "r2", "r3", "r4"}
+
+
+def test_the_same_text_from_two_sources_without_ids_is_one_document(store, minilm, spacy_extractor):
+    """Without an id a document's key comes from its text: the same boilerplate in two files (a
+    LangChain splitter's chunks of two PDFs) is the same key, and no failure."""
+    from langchain_core.documents import Document
+
+    docs = [
+        Document(page_content="All rights reserved by the Babbage estate.", metadata={"source": "a.pdf"}),
+        Document(page_content=BABBAGE[0], metadata={"source": "a.pdf"}),
+        Document(page_content="All rights reserved by the Babbage estate.", metadata={"source": "b.pdf"}),
+    ]
+    summary = Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=IngestConfig(chunker=SHORT_CHUNKS)).ingest(docs)
+    assert summary.failures == [] and summary.added == 2
 
 
 def test_frequencies_and_titles_follow_renames_moves_and_deletes_from_several_writers(store, minilm, spacy_extractor):

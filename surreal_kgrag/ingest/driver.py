@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import sys
 import time
@@ -111,9 +112,9 @@ class Run:
         # The content hash and chunk count of each document this run has sent to be written, by key: a
         # key met again in a later batch is compared with it (the store does not hold it yet then).
         self.queued: dict[str, tuple[str, int]] = {}
-        # Where each key was first read: a key from a second source (two files giving the same id)
-        # would silently replace the first one's document in the same run.
-        self.origins: dict[str, str] = {}
+        # Where each key was first read, and a digest of its text: another text under the key from a
+        # second source (two files giving the same id) would silently replace the first in this run.
+        self.origins: dict[str, tuple[str, bytes]] = {}
         self.line = StageLine(self.config.queue_batches)
         self.abort = self.line.abort
         self.progress: Any = None
@@ -267,14 +268,16 @@ class Run:
 
     def _claim(self, doc: SourceDocument) -> LoadFailure | None:
         """A failure for a document whose key an earlier document of this run, from another source,
-        already has; the same key from the same source (a file given twice) is that document again."""
-        first = self.origins.setdefault(doc.key, doc.source)
-        if first == doc.source:
+        already has with another text. The same source again (a file given twice) is that document
+        again, and so is the same text (a key derived from the text, as when no id is given)."""
+        digest = hashlib.blake2b(doc.text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        first, first_digest = self.origins.setdefault(doc.key, (doc.source, digest))
+        if first == doc.source or first_digest == digest:
             return None
         return LoadFailure(
             source=doc.source,
-            reason=f"duplicate id {doc.key!r}: {first} gave a document this id earlier in this ingest, and it stays; "
-            "ids must be unique across the inputs of one ingest (give this one another id)",
+            reason=f"duplicate id {doc.key!r}: {first} gave a document with another text this id earlier in this ingest, "
+            "and it stays; ids must be unique across the inputs of one ingest (give this one another id)",
         )
 
     def _chunked(self, docs: list[SourceDocument], failures: list[LoadFailure]) -> Iterator[Batch]:
