@@ -32,7 +32,7 @@ from surreal_kgrag.loaders import (
     iter_sources,
     load_path,
 )
-from surreal_kgrag.loaders.formats import markdown_layout, markdown_title
+from surreal_kgrag.loaders.formats import markdown_layout, markdown_part_layout, markdown_title
 from surreal_kgrag.models import LoadFailure, SourceDocument
 
 DATA = Path(__file__).parent / "data" / "loaders"
@@ -954,6 +954,27 @@ def test_a_long_markdown_file_keeps_its_sections_tables_and_dates_in_every_part(
         offset += len(p.text)
     assert whole.layout is not None and set(whole.layout.sections) <= set(expected.items())
     assert sum(len(p.layout.tables) for p in parts if p.layout) == 6
+
+
+def test_markdown_cut_in_two_anywhere_gives_every_line_the_section_path_of_the_whole_file() -> None:
+    """A part may start inside a code fence, whose "# comment" lines are no headings."""
+    text = (
+        "# Guide\n\nIntro.\n\n## Install\n\n```bash\n# comment one\n\npip install x\n# comment two\n```\n\n"
+        "### Linux\n\nApt.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n~~~\n## not a heading\n~~~\n\n## Use\n\n#### Deep\n\nRun it.\n"
+    )
+    starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+
+    def path_at(sections: list[tuple[int, tuple[str, ...]]], offset: int) -> tuple[str, ...]:
+        return max(((start, path) for start, path in sections if start <= offset), default=(0, ()))[1]
+
+    whole = markdown_layout(text)
+    for cut in starts[1:-1]:
+        first, state = markdown_part_layout(text[:cut])
+        second, _ = markdown_part_layout(text[cut:], state)
+        combined = first.sections + [(cut + start, path) for start, path in second.sections]
+        assert [path_at(combined, o) for o in starts] == [path_at(whole.sections, o) for o in starts], cut
+        if not any(start < cut < end for start, _, end in whole.tables):  # a table cut in two is rows of prose
+            assert first.tables + [(cut + a, cut + b, cut + c) for a, b, c in second.tables] == whole.tables, cut
 
 
 def test_a_record_with_an_unstorable_value_is_a_failure_with_its_line(tmp_path: Path) -> None:

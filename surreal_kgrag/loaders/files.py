@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 
 from ..errors import LoaderError
 from ..models import LoadFailure, SourceDocument
-from .formats import html_document, markdown_part_layout, markdown_title, text_document
+from .formats import MarkdownState, html_document, markdown_part_layout, markdown_title, text_document
 from .metadata import OPENING_CHARS, file_metadata, fitting_title
 from .options import PLAIN_TYPES, SUPPORTED_SUFFIXES, LoaderOptions, Result, grew_past, guarded
 from .pdf import pdf_document
@@ -298,7 +298,7 @@ def _load_text_parts(path: Path, resolved: str, part_chars: int, max_bytes: int)
     markdown = content_type == "text/markdown"
     title: str | None = None
     found: dict[str, Any] = {}  # the dates its name or opening give, as a file read whole has
-    headings: list[tuple[int, str]] = []  # a Markdown part's sections continue the previous part's
+    state = MarkdownState()  # a Markdown part's sections continue the previous part's
     try:
         for number, text in enumerate(_text_parts(path, part_chars, max_bytes), start=1):
             if title is None:
@@ -306,7 +306,7 @@ def _load_text_parts(path: Path, resolved: str, part_chars: int, max_bytes: int)
                 found = file_metadata(path, text[:OPENING_CHARS])
             layout = None
             if markdown:
-                layout, headings = markdown_part_layout(text, headings)
+                layout, state = markdown_part_layout(text, state)
             yield SourceDocument(
                 key=f"{resolved}#part-{number:05d}",
                 text=text,

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..models import LoadFailure, SourceDocument, TextLayout
 from .layout import Line, assemble
@@ -69,14 +68,23 @@ def _table_rule(line: str) -> bool:
 def markdown_layout(text: str) -> TextLayout:
     """Sections from ATX headings (``#`` to ``######``, outside code fences) and pipe tables (a
     header row, its ``|---|`` line, then rows) of Markdown text."""
-    return assemble([_markdown_lines(text)], paged=False)[1]
+    return assemble([_markdown_lines(text)[0]], paged=False)[1]
 
 
-def markdown_part_layout(text: str, open_headings: Sequence[tuple[int, str]] = ()) -> tuple[TextLayout, list[tuple[int, str]]]:
-    """The layout of one part of a Markdown file read in parts, under the headings (level, title)
-    still open where the previous part ended; and the headings open where this part ends."""
-    prefix = "".join(f"{'#' * level} {title}\n" for level, title in open_headings)
-    lines = _markdown_lines(prefix + text)
+class MarkdownState(NamedTuple):
+    """Where a part of a Markdown file read in parts ends: the headings (level, title) still open,
+    and whether inside a code fence."""
+
+    headings: tuple[tuple[int, str], ...] = ()
+    in_fence: bool = False
+
+
+def markdown_part_layout(text: str, state: MarkdownState | None = None) -> tuple[TextLayout, MarkdownState]:
+    """The layout of one part of a Markdown file read in parts, read on from where the previous part
+    left ``state`` (None for the first part); and where this part leaves it."""
+    state = state or MarkdownState()
+    prefix = "".join(f"{'#' * level} {title}\n" for level, title in state.headings) + ("```\n" if state.in_fence else "")
+    lines, in_fence = _markdown_lines(prefix + text)
     stack: list[tuple[int, str]] = []
     for line in lines:
         if line.heading is not None:
@@ -90,10 +98,11 @@ def markdown_part_layout(text: str, open_headings: Sequence[tuple[int, str]] = (
     if inherited and not (sections and sections[0][0] == 0):
         sections.insert(0, (0, inherited[-1]))
     tables = [(start - shift, body - shift, end - shift) for start, body, end in layout.tables]
-    return TextLayout(sections=sections, tables=tables), stack
+    return TextLayout(sections=sections, tables=tables), MarkdownState(tuple(stack), in_fence)
 
 
-def _markdown_lines(text: str) -> list[Line]:
+def _markdown_lines(text: str) -> tuple[list[Line], bool]:
+    """The lines of Markdown text, headings and table rows marked; and whether it ends in a fence."""
     lines = [Line(line) for line in text.split("\n")]
     in_fence = False
     table = False
@@ -114,7 +123,7 @@ def _markdown_lines(text: str) -> list[Line]:
             table = True
         else:
             table = False
-    return lines
+    return lines, in_fence
 
 
 def html_document(path: Path, html: str, resolved: str) -> SourceDocument | LoadFailure:
