@@ -54,37 +54,35 @@ def load_entry(path: str | os.PathLike[str], options: LoaderOptions) -> Result:
 def _load_folder(root: Path, options: LoaderOptions) -> Result:
     """Walk ``root``, skipping hidden entries; a symlinked folder is followed with
     ``follow_symlinks`` (each real folder once: a link back up is no loop), else reported when its
-    target lies outside ``root`` (inside, its files are read where they are)."""
+    target lies outside ``root`` and the glob could match files in it (inside, its files are read
+    where they are)."""
     pattern = [p for p in options.glob.split("/") if p]
     if pattern[-1:] == ["**"]:
         pattern.append("*")  # files only: a bare "**" would match folders
+    walk = _FolderWalk(root.resolve(), pattern, options.follow_symlinks)
     errors: list[OSError] = []
     matches: list[tuple[str, Path]] = []
-    unfollowed: list[Path] = []
-    inside = root.resolve()
-    walked: set[Path] = set()
     for dirpath, dirnames, filenames in os.walk(root, onerror=errors.append, followlinks=options.follow_symlinks):
         folder = Path(dirpath)
-        walked.add(folder.resolve())
-        dirnames[:] = [d for d in dirnames if not d.startswith(".") and _walk_into(folder / d, options, inside, walked, unfollowed)]
         rel_folder = folder.relative_to(root).as_posix()
+        at = [] if rel_folder == "." else rel_folder.split("/")
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and walk.enters(folder / d, [*at, d])]
         for name in filenames:
             if name.startswith(".") or Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
                 continue
-            rel = name if rel_folder == "." else f"{rel_folder}/{name}"
-            if _glob_match(rel.split("/"), pattern):
-                matches.append((rel, folder / name))
+            if len(pattern) in _glob_reach([*at, name], pattern):
+                matches.append(("/".join([*at, name]), folder / name))
     for exc in errors:
         where = Path(exc.filename).absolute().as_posix() if exc.filename else root.absolute().as_posix()
         yield LoadFailure(source=where, reason=f"cannot list folder: {_os_reason(exc)}")
-    for link in unfollowed:
+    for link in walk.unfollowed:
         yield LoadFailure(
             source=link.absolute().as_posix(),
             reason="symlink to a folder outside the folder being ingested; not followed "
             "(pass the target itself, or follow_symlinks=True)",
         )
     for _, path in sorted(matches):
-        if not options.follow_symlinks and path.is_symlink() and not _within(path, inside):
+        if not options.follow_symlinks and path.is_symlink() and not _within(path, walk.inside):
             yield LoadFailure(
                 source=path.absolute().as_posix(),
                 reason="symlink to a file outside the folder being ingested; not followed "
@@ -94,16 +92,29 @@ def _load_folder(root: Path, options: LoaderOptions) -> Result:
         yield from _load_file(path, options)
 
 
-def _walk_into(folder: Path, options: LoaderOptions, inside: Path, walked: set[Path], unfollowed: list[Path]) -> bool:
-    if not folder.is_symlink():
-        return True
-    if not options.follow_symlinks:
-        if not _within(folder, inside):
-            unfollowed.append(folder)
-        return False
-    try:
-        return folder.resolve() not in walked
-    except (OSError, RuntimeError):  # a broken link or a loop: os.walk reports what it cannot list
+class _FolderWalk:
+    """Which folders a walk enters: without ``follow``, no symlinked one (those leaving the folder
+    that could hold matches are noted, to be reported); with it, each real folder once."""
+
+    def __init__(self, inside: Path, pattern: list[str], follow: bool) -> None:
+        self.inside, self.pattern, self.follow = inside, pattern, follow
+        self.walked = {inside}
+        self.unfollowed: list[Path] = []
+
+    def enters(self, folder: Path, at: list[str]) -> bool:
+        if not self.follow:
+            if not folder.is_symlink():
+                return True
+            if not _within(folder, self.inside) and any(j < len(self.pattern) for j in _glob_reach(at, self.pattern)):
+                self.unfollowed.append(folder)
+            return False
+        try:
+            real = folder.resolve()
+        except (OSError, RuntimeError):  # a broken link or a loop: os.walk reports what it cannot list
+            return True
+        if real in self.walked:
+            return False
+        self.walked.add(real)
         return True
 
 
@@ -114,10 +125,11 @@ def _within(path: Path, folder: Path) -> bool:
         return True
 
 
-def _glob_match(parts: list[str], pattern: list[str]) -> bool:
-    """Match path segments against glob segments: ``**`` spans folders, ``*`` stays in one. The
-    pattern positions each path prefix can reach, one segment at a time: linear in both lengths
-    (trying each split of each ``**`` in turn is exponential in their number)."""
+def _glob_reach(parts: list[str], pattern: list[str]) -> set[int]:
+    """The positions in ``pattern`` (glob segments: ``**`` spans folders, ``*`` stays in one) that
+    path segments ``parts`` reach: the path matches when ``len(pattern)`` is among them. One segment
+    at a time, linear in both lengths (trying each split of each ``**`` in turn is exponential in
+    their number)."""
 
     def closed(reached: set[int]) -> set[int]:
         out = set(reached)
@@ -133,8 +145,8 @@ def _glob_match(parts: list[str], pattern: list[str]) -> bool:
         step |= {j + 1 for j in reached if j < len(pattern) and pattern[j] != "**" and fnmatchcase(part, pattern[j])}
         reached = closed(step)
         if not reached:
-            return False
-    return len(pattern) in reached
+            break
+    return reached
 
 
 def _load_file(path: Path, options: LoaderOptions) -> Result:
