@@ -241,7 +241,7 @@ def _decode(data: bytes, *, html: bool = False) -> str:
         if declared is None:
             raise LoaderError(f"not valid UTF-8 (bad byte at offset {exc.start}); re-save the file as UTF-8") from None
         try:
-            text = data.decode(declared)
+            text = data.decode(declared, "kgrag-c1" if declared == "cp1252" else "strict")
         except UnicodeDecodeError as declared_exc:
             raise LoaderError(
                 f"neither valid UTF-8 nor valid {declared}, the charset the page declares "
@@ -256,24 +256,30 @@ def _decode(data: bytes, *, html: bool = False) -> str:
 # <meta charset="..."> or <meta http-equiv="Content-Type" content="text/html; charset=...">, which a
 # browser looks for in the first 1,024 bytes.
 _META_CHARSET = re.compile(rb"""<meta\b[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
-# As browsers read them (WHATWG Encoding): a page labelled Latin-1 or ASCII is windows-1252.
+# As browsers read them (WHATWG Encoding): a page labelled Latin-1 or ASCII is windows-1252, whose
+# five unassigned bytes are the C1 controls of the same number.
 _CHARSET_AS_BROWSERS_READ = {"iso8859-1": "cp1252", "ascii": "cp1252"}
+codecs.register_error("kgrag-c1", lambda exc: (exc.object[exc.start : exc.end].decode("latin-1"), exc.end))  # type: ignore[attr-defined]
 
 
 def _html_charset(data: bytes) -> str | None:
-    """The Python codec of the charset an HTML page that is not UTF-8 declares, if Python has it."""
+    """The Python codec of the charset an HTML page that is not UTF-8 declares, if Python has it and
+    it reads ASCII as ASCII (as the page's own <meta> was read): not EBCDIC, UTF-7, UTF-16 (a page
+    without NUL bytes is none; browsers ignore the label) or a codec that is no charset (base64)."""
     found = _META_CHARSET.search(data[:1024])
     if found is None:
         return None
     label = found.group(1).decode("ascii").lower()
     try:
         name = codecs.lookup(label).name
-        "".encode(name)  # a codec that is no text encoding ("base64", "rot13") raises LookupError
-    except LookupError:
-        return None
-    if name.startswith(("utf-16", "utf-32")):  # a page without NUL bytes is neither; browsers ignore such a label
+        if name == "utf-7" or name.startswith(("utf-16", "utf-32")) or _ASCII.decode(name) != _ASCII.decode("ascii"):
+            return None
+    except (LookupError, UnicodeError, TypeError):  # a codec of bytes to bytes, or one that refuses everything
         return None
     return _CHARSET_AS_BROWSERS_READ.get(name, name)
+
+
+_ASCII = bytes(range(0x20, 0x7F))
 
 
 def _nul_reason(start: bytes) -> str:
