@@ -96,8 +96,11 @@ def _table_chunks(chunker: SentenceChunker, text: str, table: tuple[int, int, in
             chunks.extend(_prose_chunks(chunker, text, row_start, row_end))
             first, last, used = row_end, -1, header_tokens if repeat else 0
             continue
-        if last >= 0 and (used + tokens > chunker.max_tokens or row_end - first > chunker.max_chars):
-            chunks.append(_table_piece(text, first, last, header, start, repeat))
+        if used + tokens > chunker.max_tokens or row_end - first > chunker.max_chars:
+            if last >= 0:
+                chunks.append(_table_piece(text, first, last, header, start, repeat))
+            else:  # a header too long to repeat, with no room for the first row: the header alone
+                chunks.extend(_prose_chunks(chunker, text, start, body))
             first, last, used = row_start, -1, header_tokens if repeat else 0
         if last < 0 and first != start:
             first = row_start

@@ -150,6 +150,22 @@ def test_markdown_sections_and_a_table_split_by_rows(tmp_path: Path) -> None:
     assert sum(c.content.count("| option_") for c in table) == 40  # every row once, none cut
 
 
+def test_a_table_header_too_long_to_repeat_is_a_chunk_of_its_own_when_no_row_fits_beside_it(tmp_path: Path) -> None:
+    """A header over half the budget is not repeated; with the first row beside it the first chunk
+    passed max_tokens (228 of 200 here)."""
+    columns = [f"Column number {i} of it" for i in range(15)]
+    header = "| " + " | ".join(columns) + " |\n|" + "---|" * 15
+    rows = "\n".join("| " + " | ".join(f"value {r}.{i}" for i in range(15)) + " |" for r in range(6))
+    path = tmp_path / "wide.md"
+    path.write_text(f"# Wide table\n\n{header}\n{rows}\n", encoding="utf-8")
+    chunker = SentenceChunker()
+    chunks = split_document(chunker, load(path))
+    assert all(count_tokens(c.content) <= chunker.max_tokens for c in chunks)
+    assert [c.content for c in chunks][:2] == ["# Wide table", header]
+    assert sum(line.startswith("| value ") for c in chunks for line in c.content.split("\n")) == 6  # every row once
+    assert not any(c.header for c in chunks)
+
+
 def test_html_headings_and_tables_become_sections_and_table_chunks(tmp_path: Path) -> None:
     rows = "".join(f"<tr><td>part {i}</td><td>{i}</td></tr>" for i in range(30))
     path = tmp_path / "guide.html"
