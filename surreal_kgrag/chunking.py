@@ -17,7 +17,7 @@ __all__ = ["SentenceChunker", "count_tokens", "split_sentences"]
 # Chinese and Japanese characters count one token each (MiniLM's tokenizer splits them so too), and
 # a longer run of other word characters one token per _LONGEST_TOKEN: a chunk of max_tokens tokens
 # then holds at most max_tokens * _LONGEST_TOKEN characters besides its spaces.
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
 _LONGEST_TOKEN = 24
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]{{1,{_LONGEST_TOKEN}}}|[^\w\s]")
 _WORD = re.compile(r"\S+")
@@ -36,7 +36,7 @@ _BLOCK_BREAK = re.compile(
 # Chinese and Japanese full stops end a sentence without a space after them.
 _TERMINAL = re.compile(
     r"""(?<![.!?…])([.!?…]+)(?![.!?…])["'”’»)\]]*(?!["'”’»)\]])\s+"""
-    r"|(?<![。！？])[。！？]+(?![。！？])[」』”’）】]*(?![」』”’）】])\s*"
+    r"|(?<![。！？｡])[。！？｡]+(?![。！？｡])[」』”’）】｣]*(?![」』”’）】｣])\s*"
 )
 _ACRONYM = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,2}")  # U.S, e.g, i.e, Ph.D
 

@@ -256,6 +256,7 @@ def test_no_chunk_is_longer_than_max_chars_whatever_its_spacing() -> None:
 def test_chinese_and_japanese_sentences_end_at_their_full_stops() -> None:
     text = "北京是中国的首都。上海是最大的城市！你去过吗？「東京は日本の首都です。」次の文です。"
     assert sentences(text) == ["北京是中国的首都。", "上海是最大的城市！", "你去过吗？", "「東京は日本の首都です。」", "次の文です。"]
+    assert sentences("値は３．５です｡次の文｡ｶﾀｶﾅ｡") == ["値は３．５です｡", "次の文｡", "ｶﾀｶﾅ｡"]  # ． is a decimal point too
     chunks = SentenceChunker(max_tokens=12, overlap_tokens=0).split(text * 20)
     assert all(count_tokens(c.content) <= 12 for c in chunks) and chunks[0].content == "北京是中国的首都。"
 
@@ -305,6 +306,7 @@ def test_count_tokens() -> None:
     assert count_tokens("U.S.-based naïve_word 漢字 🦄") == 10  # U . S . - based, naïve_word, 漢, 字, 🦄
     assert count_tokens("x" * 49) == 3  # a word character run counts once per 24 characters
     assert count_tokens("東京は日本の首都") == 8
+    assert count_tokens("𠀋𠂉ｶﾀｶﾅ") == 6  # CJK beyond the first plane, half-width katakana
 
 
 # --- the bench corpus ------------------------------------------------------------------------
