@@ -65,31 +65,30 @@ def _load_folder(root: Path, options: LoaderOptions) -> Result:
     for dirpath, dirnames, filenames in os.walk(root, onerror=errors.append, followlinks=options.follow_symlinks):
         folder = Path(dirpath)
         rel_folder = folder.relative_to(root).as_posix()
-        at = [] if rel_folder == "." else rel_folder.split("/")
-        dirnames[:] = [d for d in dirnames if not d.startswith(".") and walk.enters(folder / d, [*at, d])]
+        here = _glob_reach([] if rel_folder == "." else rel_folder.split("/"), pattern)
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and walk.enters(folder / d, _glob_step(here, d, pattern))]
         for name in filenames:
             if name.startswith(".") or Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
                 continue
-            if len(pattern) in _glob_reach([*at, name], pattern):
-                matches.append(("/".join([*at, name]), folder / name))
+            if len(pattern) in _glob_step(here, name, pattern):
+                matches.append((name if rel_folder == "." else f"{rel_folder}/{name}", folder / name))
     for exc in errors:
         where = Path(exc.filename).absolute().as_posix() if exc.filename else root.absolute().as_posix()
         yield LoadFailure(source=where, reason=f"cannot list folder: {_os_reason(exc)}")
     for link in walk.unfollowed:
-        yield LoadFailure(
-            source=link.absolute().as_posix(),
-            reason="symlink to a folder outside the folder being ingested; not followed "
-            "(pass the target itself, or follow_symlinks=True)",
-        )
+        yield _not_followed(link, "folder")
     for _, path in sorted(matches):
         if not options.follow_symlinks and path.is_symlink() and not _within(path, walk.inside):
-            yield LoadFailure(
-                source=path.absolute().as_posix(),
-                reason="symlink to a file outside the folder being ingested; not followed "
-                "(pass the target itself, or follow_symlinks=True)",
-            )
+            yield _not_followed(path, "file")
             continue
         yield from _load_file(path, options)
+
+
+def _not_followed(link: Path, kind: str) -> LoadFailure:
+    return LoadFailure(
+        source=link.absolute().as_posix(),
+        reason=f"symlink to a {kind} outside the folder being ingested; not followed (pass the target itself, or follow_symlinks=True)",
+    )
 
 
 class _FolderWalk:
@@ -101,11 +100,12 @@ class _FolderWalk:
         self.walked = {inside}
         self.unfollowed: list[Path] = []
 
-    def enters(self, folder: Path, at: list[str]) -> bool:
+    def enters(self, folder: Path, reached: set[int]) -> bool:
+        """Whether to walk into ``folder``, whose path reaches ``reached`` in the glob pattern."""
         if not self.follow:
             if not folder.is_symlink():
                 return True
-            if not _within(folder, self.inside) and any(j < len(self.pattern) for j in _glob_reach(at, self.pattern)):
+            if not _within(folder, self.inside) and any(j < len(self.pattern) for j in reached):
                 self.unfollowed.append(folder)
             return False
         try:
@@ -130,23 +130,27 @@ def _glob_reach(parts: list[str], pattern: list[str]) -> set[int]:
     path segments ``parts`` reach: the path matches when ``len(pattern)`` is among them. One segment
     at a time, linear in both lengths (trying each split of each ``**`` in turn is exponential in
     their number)."""
-
-    def closed(reached: set[int]) -> set[int]:
-        out = set(reached)
-        for j in sorted(reached):  # a "**" may span no folder: the next segment is reached too
-            while j < len(pattern) and pattern[j] == "**":
-                j += 1
-                out.add(j)
-        return out
-
-    reached = closed({0})
+    reached = _glob_closed({0}, pattern)
     for part in parts:
-        step = {j for j in reached if j < len(pattern) and pattern[j] == "**"}  # "**" takes this folder
-        step |= {j + 1 for j in reached if j < len(pattern) and pattern[j] != "**" and fnmatchcase(part, pattern[j])}
-        reached = closed(step)
-        if not reached:
-            break
+        reached = _glob_step(reached, part, pattern)
     return reached
+
+
+def _glob_step(reached: set[int], part: str, pattern: list[str]) -> set[int]:
+    """The positions reached one segment ``part`` past the positions ``reached``."""
+    step = {j for j in reached if j < len(pattern) and pattern[j] == "**"}  # "**" takes this folder
+    step |= {j + 1 for j in reached if j < len(pattern) and pattern[j] != "**" and fnmatchcase(part, pattern[j])}
+    return _glob_closed(step, pattern)
+
+
+def _glob_closed(reached: set[int], pattern: list[str]) -> set[int]:
+    """``reached`` with the positions after each ``**`` it holds: a ``**`` may span no folder."""
+    out = set(reached)
+    for j in sorted(reached):
+        while j < len(pattern) and pattern[j] == "**":
+            j += 1
+            out.add(j)
+    return out
 
 
 def _load_file(path: Path, options: LoaderOptions) -> Result:
