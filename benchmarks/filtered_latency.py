@@ -7,8 +7,9 @@ one document, and with one passing every document but one, on an existing store.
 Each question's vector is computed once and given to every search, so the figures are the search
 alone (database, ranking, hydration). The filters are on ``source``, a plain equality and its
 negation, so their own cost is one comparison a row. Filtered HNSW search on SurrealDB 3.2 walks
-far into the graph when few vectors pass (and can drop true neighbours, surrealdb#7423); the
-retrievers then read the chunks inside the filter again by an exact scan.
+far into the graph when few vectors pass (and can drop true neighbours, surrealdb#7423): a search
+counts the documents inside its filter first and scans their chunks exactly when they are few
+(``fragments/nearest_chunks.surql``). One retriever per mode serves every question.
 """
 
 from __future__ import annotations

@@ -31,22 +31,32 @@ class CompiledFilter:
     integers, that ``render`` puts into a query. The filter compiler
     (``surreal_kgrag.retrieval.filters``) builds it from fixed operators, validated field paths and
     ``$param`` references only; it is evaluated on a row that has ``doc`` (the document record) and
-    ``access`` (the document's access labels)."""
+    ``access`` (the document's access labels). ``document`` is the same condition on a document
+    row itself (its own fields and labels), None when it has no such form."""
 
     condition: str
     params: dict[str, Any] = field(default_factory=dict)
+    document: str | None = None
 
     def clause(self, keyword: str = "AND") -> str:
         """The condition prefixed by ``keyword``, or nothing when there is no condition."""
         return f"{keyword} ({self.condition})" if self.condition else ""
 
+    def on_documents(self) -> CompiledFilter:
+        """The condition as evaluated on document rows, binding the same values."""
+        if self.document is None:
+            raise ConfigurationError(f"the filter {self.condition!r} has no form on document rows")
+        return CompiledFilter(self.document, self.params, self.document)
 
-NO_FILTER = CompiledFilter("")
+
+NO_FILTER = CompiledFilter("", document="")
 
 #: Figures that the SurrealQL files and the Python share, filled into ``{{name}}`` when a file loads.
 #: ``chunk_list_max``: a concept's chunks are listed in `concept_chunks` while at most this many
-#: chunks mention it (``surreal_kgrag.schema.CHUNK_LIST_MAX``).
-CONSTANTS: dict[str, int] = {"chunk_list_max": 32}
+#: chunks mention it (``surreal_kgrag.schema.CHUNK_LIST_MAX``). ``exact_scan_chunks``: a filtered
+#: search scans the chunks inside its filter exactly, instead of a filtered HNSW search, when they
+#: number at most this many (``fragments/nearest_chunks.surql``).
+CONSTANTS: dict[str, int] = {"chunk_list_max": 32, "exact_scan_chunks": 500}
 
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 _INCLUDE = re.compile(r"^\{\{> *(\w+)\}\}[ \t]*$", re.MULTILINE)

@@ -1,7 +1,8 @@
 """Filtered search is exact enough: filtered KNN compared with an exact (brute-force) filtered search
 on the same store. SurrealDB 3.2's filtered HNSW search can drop true neighbours (surrealdb#7423);
-the retrievers work around it (a larger pool, and an exact scan when a filtered KNN comes back short),
-and this test measures both the engine and the workaround."""
+the retrievers work around it (an exact scan when the filter passes few chunks; else a larger pool,
+and an exact scan when a filtered KNN comes back short), and this test measures both the engine and
+the workaround."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import statistics
 import numpy as np
 import pytest
 
-from surreal_kgrag import IngestConfig, Ingestor, Scope, SourceDocument, SurrealStore, make_retriever
+from surreal_kgrag import IngestConfig, Ingestor, Scope, SourceDocument, SurrealStore, make_retriever, surql
 from surreal_kgrag.chunking import SentenceChunker
-from surreal_kgrag.retrieval.base import FILTERED_POOL, MAX_CANDIDATES, Pool, Request
+from surreal_kgrag.retrieval.base import LRU, MAX_CANDIDATES, Request
+from surreal_kgrag.retrieval.pool import FILTERED_POOL, Pool
 
 SUBJECTS = ["The volcano", "A glacier", "The river", "An old castle", "The harbour", "A rainforest", "The desert",
             "A coral reef", "The observatory", "A vineyard", "The railway", "A monastery", "The bridge", "A lighthouse"]
@@ -53,6 +55,18 @@ FILTERS = {  # what share of the chunks each filter passes
 }
 
 
+@pytest.fixture(params=["scan when few pass", "KNN whatever passes"])
+def exact_scan_chunks(request, monkeypatch):
+    """Both ways a filtered search reads its pool: this store's filters pass a few hundred chunks,
+    which are scanned exactly by default; with the limit at 0 they go through the filtered KNN."""
+    limit = surql.CONSTANTS["exact_scan_chunks"] if request.param == "scan when few pass" else 0
+    monkeypatch.setitem(surql.CONSTANTS, "exact_scan_chunks", limit)
+    surql.load.cache_clear()
+    yield limit
+    monkeypatch.undo()
+    surql.load.cache_clear()
+
+
 def _exact(store, vector, scope, k=K):
     condition = scope.compile()
     rows = store.query("exact_chunks", {"embedding": vector, **condition.params}, candidates=k, filter=condition)[-1]
@@ -60,10 +74,13 @@ def _exact(store, vector, scope, k=K):
 
 
 def _engine_knn(store, vector, scope):
-    """The engine's filtered KNN alone: a pool of K, no workaround."""
+    """The engine's filtered KNN alone: a pool of K, no workaround (not ``count_inside``: the query
+    does not count the documents inside the filter, which would scan exactly)."""
     condition = scope.compile()
-    params = {"embedding": vector, "threshold": -1.0, "limit": 1000, "filtered": True, "exact": False, **condition.params}
-    out = store.query("search_chunks", params, candidates=K, ef=80, filter=condition)[-1]
+    params = {"embedding": vector, "threshold": -1.0, "limit": 1000, "filtered": True, "exact": False, "count_inside": False,
+              **condition.params}
+    out = store.query("search_chunks", params, candidates=K, ef=80, filter=condition, document_filter=condition.on_documents())[-1]
+    assert not out["pool"]["exact"]
     return [c["id"].id for d in out["documents"] for c in d["chunks"]]
 
 
@@ -71,7 +88,7 @@ def _overlap(found, exact):
     return len(set(found) & set(exact)) / len(exact)
 
 
-def test_filtered_search_finds_the_exact_nearest_chunks(store, minilm):
+def test_filtered_search_finds_the_exact_nearest_chunks(store, minilm, exact_scan_chunks):
     vectors = {q: np.asarray(minilm.embed_query(q), dtype=np.float32) for q in QUESTIONS}
     report = []
     for name, scope in FILTERS.items():
@@ -92,7 +109,7 @@ def test_filtered_search_finds_the_exact_nearest_chunks(store, minilm):
         assert ours_mean >= 0.99 and ours_min >= 0.9, (name, ours_mean, ours_min)
 
 
-def test_hybrid_vector_channel_reaches_every_chunk_a_selective_filter_passes(store, minilm, spacy_extractor):
+def test_hybrid_vector_channel_reaches_every_chunk_a_selective_filter_passes(store, minilm, spacy_extractor, exact_scan_chunks):
     scope = FILTERS["metadata n < 8 (4%)"]
     retriever = make_retriever("hybrid", store, embedder=minilm, extractor=spacy_extractor, scope=scope, threshold=-1.0)
     for question in QUESTIONS[:4]:
@@ -105,7 +122,7 @@ def test_hybrid_vector_channel_reaches_every_chunk_a_selective_filter_passes(sto
 
 
 @pytest.mark.parametrize("mode", ["chunk", "concept", "hybrid", "graph"])
-def test_a_filter_that_passes_every_document_ranks_as_no_filter(store, minilm, spacy_extractor, mode):
+def test_a_filter_that_passes_every_document_ranks_as_no_filter(store, minilm, spacy_extractor, mode, exact_scan_chunks):
     """A filtered KNN reads a larger pool than it ranks (for the neighbours filtered HNSW drops):
     the extra vectors are not seeds, vector hits or BM25 hits, so the ranking is the unfiltered one."""
     extra = {"extractor": spacy_extractor} if mode == "hybrid" else {}
@@ -169,3 +186,73 @@ def test_a_scoped_walk_without_hop_2_counts_the_concepts_its_seeds_met(minilm, s
             assert [[(p.chunk_id, p.score) for p in d.provenance if p.channel == "graph"] for d in everything.documents] == [
                 [(chunk, pytest.approx(score)) for chunk, score in paths] for paths in walked
             ]
+
+
+def _search_chunks(store, vector, scope):
+    condition = scope.compile()
+    params = {"embedding": vector, "threshold": -1.0, "limit": 1000, "filtered": True, "exact": False, "count_inside": True,
+              **condition.params}
+    return store.query("search_chunks", params, candidates=K, ef=80, filter=condition, document_filter=condition.on_documents())[-1]
+
+
+def test_a_filter_passing_few_chunks_is_scanned_exactly_by_the_first_query(store, minilm, monkeypatch):
+    """The query counts the documents inside the filter first: when their chunks are at most
+    ``exact_scan_chunks`` it scans them exactly (no filtered HNSW search, which walks far into the
+    graph when few vectors pass), and says so, with how many documents are inside."""
+    vector = minilm.embed_query(QUESTIONS[0])
+    for scope, documents in ((FILTERS["metadata n < 8 (4%)"], 8), (FILTERS["1 tenant (5%)"], DOCUMENTS // 20)):
+        out = _search_chunks(store, vector, scope)
+        assert (out["pool"]["exact"], out["pool"]["inside"]) == (True, documents)
+        found = sorted(((c["score"], c["id"].id) for d in out["documents"] for c in d["chunks"]), reverse=True)
+        assert [chunk for _, chunk in found] == _exact(store, vector, scope)
+    monkeypatch.setitem(surql.CONSTANTS, "exact_scan_chunks", 20)  # fewer than the 8 documents' chunks
+    surql.load.cache_clear()
+    try:
+        out = _search_chunks(store, vector, FILTERS["metadata n < 8 (4%)"])
+        assert (out["pool"]["exact"], out["pool"]["inside"]) == (False, 8)  # a KNN, and the documents it can find
+        out = _search_chunks(store, vector, FILTERS["10 tenants (50%)"])
+        assert (out["pool"]["exact"], out["pool"]["inside"]) == (False, None)  # more documents than it counts
+    finally:
+        monkeypatch.undo()
+        surql.load.cache_clear()
+
+
+def test_a_pool_stops_growing_once_it_found_every_document_inside_the_filter():
+    """A filter passing two long documents cannot give five: the pool stops when it found both,
+    instead of growing (each filtered KNN larger and slower) to the largest pool."""
+    scope = Scope(access=["t3"])
+    request = Request(query="q", k=5, fetch=5, scope=scope, filter=scope.compile(), embedding=[0.0])
+    for exact in (False, True):
+        pool = Pool(request, 20)
+        assert pool.read({"pool": {"exact": exact, "inside": 2}}, pool.size)
+        pool.grow(found=2, fetched=pool.size)
+        assert pool.size is None
+        pool = Pool(request, 20)
+        assert pool.read({"pool": {"exact": exact, "inside": 3}}, pool.size)
+        pool.grow(found=2, fetched=pool.size)
+        assert pool.size == (MAX_CANDIDATES if exact else 20 * FILTERED_POOL * 4)
+
+
+def test_a_retriever_stops_counting_the_documents_of_a_filter_that_passes_many():
+    """Counting the documents inside a filter reads up to ``exact_scan_chunks`` of them: a filter
+    found to pass more goes straight to the filtered KNN for a while; one passing few documents (or
+    few but long ones, whose count stops the pool growing) is counted each time."""
+    dense = LRU()
+    many, few = Scope(access=["t1"]), Scope(access=["t2"])
+
+    def pool(scope):
+        return Pool(Request(query="q", k=5, fetch=5, scope=scope, filter=scope.compile(), embedding=[0.0]), 20, dense=dense)
+
+    first = pool(many)
+    assert first.params()["count_inside"]
+    first.read({"pool": {"exact": False, "inside": None}}, first.size)
+    assert not first.params()["count_inside"]  # this search's later reads do not count again
+    assert not pool(many).params()["count_inside"]  # nor the next search's
+    for inside in (3, None):
+        counted = pool(few)
+        assert counted.params()["count_inside"]
+        counted.read({"pool": {"exact": inside is not None, "inside": inside}}, counted.size)
+        if inside is not None:
+            assert pool(few).params()["count_inside"]
+    assert not pool(few).params()["count_inside"]
+    assert pool(Scope(access=["t3"])).params()["count_inside"]

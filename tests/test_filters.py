@@ -25,7 +25,7 @@ def search(minilm, spacy_extractor):
     with SurrealStore("mem://") as store:
         documents = [
             SourceDocument(key=key, title=f"Archive {key}", text=f"Archive note {key}. The archive keeps notes.",
-                           source=f"{key}.txt", metadata=metadata)
+                           source=f"{key}.txt", metadata=metadata, access=["hidden" if key == "d" else "shelf"])
             for key, metadata in DOCS.items()
         ]
         Ingestor(store, embedder=minilm, extractor=spacy_extractor).ingest(documents)
@@ -35,6 +35,7 @@ def search(minilm, spacy_extractor):
             return {d.id for d in retriever.search(QUESTION, k=10, filters=spec).documents}
 
         run.retriever = retriever
+        run.store = store
         yield run
 
 
@@ -64,10 +65,15 @@ def search(minilm, spacy_extractor):
         ({"updated_at": {"$gte": dt.date(2000, 1, 1)}}, {"a", "b", "c", "d"}),
         ({"title": {"$gte": "Archive c"}}, {"c", "d"}),
         ({"$not": {"year": {"$gt": 2000}}}, {"b", "c", "d"}),
+        ({"$or": [{"id": "a"}, {"source": "c.txt"}]}, {"a", "c"}),
     ],
 )
 def test_comparisons_match_only_values_of_their_type(search, spec, expected):
     assert search(spec) == expected
+    # a filtered search first counts the documents inside the filter, on document rows: same answer
+    condition = Scope(access=["shelf", "other"]).restrict(spec)
+    documents, chunks = search.store.query("documents_inside", condition.params, filter=condition, document_filter=condition.on_documents())
+    assert set(documents) == set(chunks) == expected - {"d"}  # d carries another label
 
 
 def test_null_metadata_is_stored_and_read_back(search):

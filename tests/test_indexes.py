@@ -30,8 +30,8 @@ def _write(store: SurrealStore, vectors: np.ndarray, start: int = 0) -> None:
 
 def _nearest(store: SurrealStore, vector: np.ndarray, k: int = 5) -> list[str]:
     """The documents (one chunk each) of the k nearest chunks, through the HNSW search."""
-    found = store.query("search_chunks", {"embedding": vector, "threshold": -1.0, "limit": k, "exact": False},
-                        candidates=k, ef=64, filter=_no_filter())[-1]
+    found = store.query("search_chunks", {"embedding": vector, "threshold": -1.0, "limit": k, "exact": False, "filtered": False, "count_inside": False},
+                        candidates=k, ef=64, filter=_no_filter(), document_filter=_no_filter())[-1]
     return [str(row["id"].id) for row in found["documents"]]
 
 
@@ -79,7 +79,7 @@ def test_writes_are_counted_and_a_due_index_is_rebuilt_as_a_new_generation(tmp_p
         unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
         exact = [{f"d{j}" for j in np.argsort(-(unit @ u))[:5]} for u in unit[:10]]
         assert sum(len(set(a) & e) for a, e in zip(after, exact)) >= 45  # the new graph finds the true neighbours
-        assert "WITH INDEX chunk_embedding_1" in store.text("search_chunks", candidates=5, ef=64, filter=_no_filter())
+        assert "WITH INDEX chunk_embedding_1" in store.text("search_chunks", candidates=5, ef=64, filter=_no_filter(), document_filter=_no_filter())
     with SurrealStore(f"surrealkv://{tmp_path / 'kg'}") as reopened:  # the generation is recorded in the store
         assert reopened.index_states()["chunk"].name == "chunk_embedding_1"
         assert _nearest(reopened, vectors[59])[0] == "d59"

@@ -25,6 +25,9 @@ from .plan import Call, Plan, Start, Wait
 from .results import EMBED, RERANK, RetrievalResult, RetrievedDocument, Timings
 from .scope import Scope
 
+#: The largest KNN pool a search grows to while grouping leaves fewer than k documents.
+MAX_CANDIDATES = 5000
+
 
 class Request(BaseModel):
     """One search, prepared: what every retriever's plan works from."""
@@ -116,6 +119,7 @@ class BaseRetriever:
             Scope(record_user=bool(store.config.access))
         )
         self._embeddings = LRU()
+        self._dense = LRU(256)  # filters that passed too many chunks to scan exactly (Pool)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(store={self.store!r}, k={self.config.k})"
@@ -279,94 +283,8 @@ class BaseRetriever:
             "candidates": checked_int("candidates", candidates),
             "ef": checked_int("ef", max(self.config.ef, candidates)),
             "filter": request.filter,
+            "document_filter": request.filter.on_documents(),
         }
-
-
-#: The largest KNN pool a search grows to while grouping leaves fewer than k documents.
-MAX_CANDIDATES = 5000
-#: How much larger the first pool of a filtered chunk KNN is. Filtered HNSW search on SurrealDB
-#: 3.2 drops true neighbours (surrealdb#7423): on a 2,400-chunk store the top 10 of a 10-vector
-#: filtered KNN held 78-96% of the exact top 10 (filters passing 1-50% of the chunks); taken from a
-#: 40-vector pool it held all of them whenever the filter passed at least 5%.
-FILTERED_POOL = 4
-
-
-def exact_instead(request: Request, fetched: int, candidates: int) -> bool:
-    """Whether a filtered chunk KNN that returned ``fetched`` of ``candidates`` vectors should be
-    replaced by an exact scan of the chunks inside the filter: when it returned fewer than half the
-    pool, the filter passes few chunks or the engine lost some (with a filter passing 24 of 600
-    chunks, HNSW returned 9, surrealdb#7423); the scan returns every one of them. A filtered KNN
-    comes back a little short even when plenty pass (74 of 80 with half the chunks passing), so
-    that alone does not count."""
-    return bool(request.filter.condition) and fetched < candidates // 2
-
-
-def pool_used(request: Request, fetched: int, candidates: int) -> int:
-    """``fetched`` as :func:`grow` should read it: a filtered KNN a little short of its pool (see
-    :func:`exact_instead`) counts as full, so the pool may still grow."""
-    if request.filter.condition and fetched >= candidates // 2:
-        return candidates
-    return fetched
-
-
-def grow(candidates: int, found: int, wanted: int, fetched: int) -> int | None:
-    """The next, larger KNN pool when a search found fewer than ``wanted`` results although the
-    pool came back full (``fetched == candidates``: more vectors may lead to more documents);
-    None when there is nothing more to find or the pool is at its limit."""
-    if found >= wanted or fetched < candidates or candidates >= MAX_CANDIDATES:
-        return None
-    return min(candidates * 4, MAX_CANDIDATES)
-
-
-class Pool:
-    """The KNN pool of one search as it is read: ``keep`` vectors ranked, out of ``size`` read; a
-    filtered KNN reads ``FILTERED_POOL`` times more than it keeps, for the neighbours filtered HNSW
-    search drops, so a filter that passes every chunk ranks as no filter does. The pool is read
-    again as an exact scan when a filtered KNN comes back short (:func:`exact_instead`), then larger
-    while the search finds fewer documents than the request wants (:func:`grow`) and its vectors are
-    above ``threshold`` (none: any similarity); ``size`` is None once it is done. An exact scan
-    grows at most once, to ``MAX_CANDIDATES``: each scan reads every chunk inside the filter.
-
-    ``unread``: the documents the question names, whose passages come with the first KNN read
-    (``fragments/named_passages.surql``); :meth:`read` keeps them in ``passages``."""
-
-    def __init__(self, request: Request, keep: int, *, threshold: float | None = None) -> None:
-        self.request = request
-        self.keep = keep
-        self.size: int | None = min(keep * FILTERED_POOL, MAX_CANDIDATES) if request.filter.condition else keep
-        self.exact = False
-        self.unread: list[str] = []
-        self.passages: list[dict[str, Any]] = []
-        self._threshold = threshold
-
-    def read(self, out: Mapping[str, Any], fetched: int) -> bool:
-        """Take a KNN's answer ``out`` that returned ``fetched`` vectors of the pool; False when the
-        pool is to be read again as an exact scan instead (the answer is then left unused)."""
-        assert self.size is not None
-        if not self.exact and exact_instead(self.request, fetched, self.size):
-            self.exact = True
-            return False
-        if self.unread:
-            self.passages, self.unread = out["passages"], []
-        return True
-
-    def grow(self, found: int, fetched: int, lowest: float | None = None) -> None:
-        """The next pool after one that returned ``fetched`` vectors, the last of similarity
-        ``lowest``, and led to ``found`` documents. A pool that returned nothing, or whose last
-        vector fell below the search's ``threshold``, is done: every further vector would too."""
-        assert self.size is not None
-        exhausted = not fetched or (self._threshold is not None and lowest is not None and lowest < self._threshold)
-        used = 0 if exhausted else fetched if self.exact else pool_used(self.request, fetched, self.size)
-        self.size = grow(self.size, found, self.request.fetch, used)
-        if self.size is not None and self.exact:
-            # an exact scan reads every chunk inside the filter whatever its LIMIT: once more, all of it
-            self.size = self.keep = MAX_CANDIDATES
-        else:
-            self.keep = min(self.keep * 4, MAX_CANDIDATES)
-
-    def params(self) -> dict[str, Any]:
-        """The pool's params of ``fragments/named_passages.surql``: how much of the KNN the search ranks."""
-        return {"keep": self.keep, "exact": self.exact}
 
 
 def embedding_call(embedder: Any, text: str) -> Call:
@@ -393,3 +311,13 @@ def _check_query(query: Any, max_chars: int) -> None:
 
 def _as_list(vector: np.ndarray) -> list[float]:
     return np.asarray(vector, dtype=np.float32).reshape(-1).tolist()
+
+
+def __getattr__(name: str) -> Any:
+    """The KNN pool's names, which moved to :mod:`.pool` (imported here on first use: it imports
+    this module)."""
+    if name in ("FILTERED_POOL", "Pool", "exact_instead", "grow", "pool_used"):
+        from . import pool
+
+        return getattr(pool, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

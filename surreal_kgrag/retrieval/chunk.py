@@ -6,10 +6,11 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any, ClassVar
 
-from .base import BaseRetriever, Pool, Request
+from .base import BaseRetriever, Request
 from .config import ChunkConfig, RetrieverConfig
 from .fusion import per_chunk
 from .plan import Compute, Plan, Query
+from .pool import Pool
 from .results import HYDRATE, ChunkHit, ProvenancePath, RetrievedDocument, placement
 
 
@@ -32,11 +33,11 @@ class ChunkRetriever(BaseRetriever):
             "filtered": bool(request.filter.condition),
             **request.filter.params,
         }
-        pool = Pool(request, self._candidates(request), threshold=self.config.threshold)
+        pool = Pool(request, self._candidates(request), threshold=self.config.threshold, dense=self._dense)
         documents: list[RetrievedDocument] = []
         while pool.size is not None:
             placeholders = self._knn_placeholders(request, pool.size)
-            out = (yield Query("search_chunks", {**params, "exact": pool.exact}, placeholders))[-1]
+            out = (yield Query("search_chunks", params | pool.params(), placeholders))[-1]
             if not pool.read(out, out["fetched"]):
                 continue
             documents = yield Compute(partial(self._documents, out["documents"]), HYDRATE)

@@ -67,9 +67,13 @@ class _Path:
 
 
 class _Compiler:
-    def __init__(self, prefix: str) -> None:
+    """Compiles a filter for a row with ``doc`` and ``access`` (a chunk's), or with
+    ``on_document`` for a document row itself (its own fields)."""
+
+    def __init__(self, prefix: str, *, on_document: bool = False) -> None:
         self.prefix = prefix
         self.params: dict[str, Any] = {}
+        self.record, self.fields = ("id", "") if on_document else ("doc", "doc.")
 
     def bind(self, value: Any) -> str:
         name = f"{self.prefix}{len(self.params)}"
@@ -105,8 +109,8 @@ class _Compiler:
                 raise FilterError(f"invalid filter field {key!r}: {segments[0]!r} has no sub-fields")
             name = segments[0]
             if name == "id":
-                return _Path("record::id(doc)", "string")
-            return _Path(f"doc.{name}", "datetime" if name in _DATETIME_FIELDS else "string")
+                return _Path(f"record::id({self.record})", "string")
+            return _Path(f"{self.fields}{name}", "datetime" if name in _DATETIME_FIELDS else "string")
         if segments[0] == "metadata":
             segments = segments[1:]
             if not segments:
@@ -115,7 +119,7 @@ class _Compiler:
             raise FilterError(
                 f"invalid filter field {key!r}: dots separate nested keys, and each key is 1 to {_MAX_KEY} characters"
             )
-        return _Path("doc.metadata" + "".join(f"[{self.bind(segment)}]" for segment in segments), None)
+        return _Path(f"{self.fields}metadata" + "".join(f"[{self.bind(segment)}]" for segment in segments), None)
 
     def field(self, path: _Path, key: str, condition: Any) -> str:
         if not isinstance(condition, Mapping):
@@ -297,8 +301,10 @@ def compile_filter(spec: Mapping[str, Any] | None, *, prefix: str = "filter_") -
     if isinstance(spec, Mapping) and not spec:
         return NO_FILTER
     check_filter_size(spec)
-    compiler = _Compiler(prefix)
-    return CompiledFilter(compiler.node(spec), compiler.params)
+    compiler, on_document = _Compiler(prefix), _Compiler(prefix, on_document=True)
+    condition, document = compiler.node(spec), on_document.node(spec)
+    assert compiler.params == on_document.params  # one walk of the same filter binds the same values
+    return CompiledFilter(condition, compiler.params, document)
 
 
 def combine(*filters: CompiledFilter) -> CompiledFilter:
@@ -312,4 +318,7 @@ def combine(*filters: CompiledFilter) -> CompiledFilter:
         if clash:
             raise ValueError(f"compiled filters bind the same parameters {sorted(clash)}: compile them with different prefixes")
         params.update(f.params)
-    return CompiledFilter(" AND ".join(f"({f.condition})" for f in parts), params)
+    on_documents = None
+    if all(f.document is not None for f in parts):
+        on_documents = " AND ".join(f"({f.document})" for f in parts)
+    return CompiledFilter(" AND ".join(f"({f.condition})" for f in parts), params, on_documents)

@@ -30,11 +30,12 @@ from ..ids import concept_id
 from ..schema import ADJACENCY_LISTS_SINCE
 from ..surql import CompiledFilter
 from . import documents
-from .base import Pool, Request
+from .base import Request
 from .config import GraphConfig, RetrieverConfig
 from .fused import FusedRetriever
 from .fusion import Hit
 from .plan import Compute, Plan, Query
+from .pool import Pool
 from .results import ANALYZE, RANK, ConceptMatch, RetrievedDocument
 from .walk import Subgraph, WalkSettings, assemble, dense_reset, idf, personalized_pagerank
 
@@ -63,7 +64,7 @@ class GraphRetriever(FusedRetriever):
         totals = yield from self._chunk_total(request)
         chunk_total = totals.scope
         candidates = self._candidates(request)
-        pool = Pool(request, candidates, threshold=config.threshold)
+        pool = Pool(request, candidates, threshold=config.threshold, dense=self._dense)
         beside = (names_query(request, question.spans),)
         (name_rows,), text, named_docs = yield from self._lexical(request, question, totals, candidates, beside)
         names = yield Compute(partial(self._names, question.spans, name_rows, chunk_total), ANALYZE)

@@ -10,11 +10,12 @@ from typing import Any, ClassVar
 from ..db import SurrealStore
 from ..db.sdk import RecordID
 from . import documents
-from .base import LRU, Pool, Request
+from .base import LRU, Request
 from .config import HybridConfig, RetrieverConfig
 from .fused import FusedRetriever, content_words, hits_of
 from .fusion import Hit
 from .plan import Call, Compute, Plan, Query
+from .pool import Pool
 from .results import ANALYZE, RANK, RetrievedDocument
 
 __all__ = ["MAX_QUESTION_CONCEPTS", "HybridRetriever", "content_words"]
@@ -74,7 +75,7 @@ class HybridRetriever(FusedRetriever):
         and the pool came back full."""
         totals = yield from self._chunk_total(request)
         candidates = self._candidates(request)
-        pool = Pool(request, candidates, threshold=self.config.threshold)
+        pool = Pool(request, candidates, threshold=self.config.threshold, dense=self._dense)
         question = yield Compute(partial(self._question, request.query), ANALYZE)
         _, text, named = yield from self._lexical(request, question, totals, candidates)
         pool.unread = [doc for doc, _, _ in named]  # their passages come from the first pool's KNN

@@ -126,9 +126,10 @@ class Scope(BaseModel):
         """The scope as one condition on a row with ``doc`` and ``access`` fields."""
         parts = [compile_filter(spec, prefix=f"scope{i}_") for i, spec in enumerate(self.filters)]
         if self.access is not None:
-            parts.append(CompiledFilter(f"access CONTAINSANY ${ACCESS_PARAM}", {ACCESS_PARAM: list(self.access)}))
+            labels = f"access CONTAINSANY ${ACCESS_PARAM}"  # the same field on chunks and documents
+            parts.append(CompiledFilter(labels, {ACCESS_PARAM: list(self.access)}, labels))
         if self.record_user:
-            parts.append(CompiledFilter("access CONTAINSANY $auth.access"))
+            parts.append(CompiledFilter("access CONTAINSANY $auth.access", document="access CONTAINSANY $auth.access"))
         return combine(*parts) if parts else NO_FILTER
 
     def restrict(self, filters: Mapping[str, Any] | None) -> CompiledFilter:
