@@ -200,16 +200,19 @@ def test_a_filter_passing_few_chunks_is_scanned_exactly_by_the_first_query(store
     ``exact_scan_chunks`` it scans them exactly (no filtered HNSW search, which walks far into the
     graph when few vectors pass), and says so, with how many documents are inside."""
     vector = minilm.embed_query(QUESTIONS[0])
-    for scope, documents in ((FILTERS["metadata n < 8 (4%)"], 8), (FILTERS["1 tenant (5%)"], DOCUMENTS // 20)):
+    tenant = {f"d{i}" for i in range(DOCUMENTS) if i % 20 == 3}
+    for scope, documents in ((FILTERS["metadata n < 8 (4%)"], {f"d{i}" for i in range(8)}), (FILTERS["1 tenant (5%)"], tenant)):
         out = _search_chunks(store, vector, scope)
-        assert (out["pool"]["exact"], out["pool"]["inside"]) == (True, documents)
+        assert out["pool"]["exact"]
+        assert set(out["pool"]["inside"]) == documents
         found = sorted(((c["score"], c["id"].id) for d in out["documents"] for c in d["chunks"]), reverse=True)
         assert [chunk for _, chunk in found] == _exact(store, vector, scope)
     monkeypatch.setitem(surql.CONSTANTS, "exact_scan_chunks", 20)  # fewer than the 8 documents' chunks
     surql.load.cache_clear()
     try:
         out = _search_chunks(store, vector, FILTERS["metadata n < 8 (4%)"])
-        assert (out["pool"]["exact"], out["pool"]["inside"]) == (False, 8)  # a KNN, and the documents it can find
+        assert not out["pool"]["exact"]  # a KNN, and the documents it can find:
+        assert set(out["pool"]["inside"]) == {f"d{i}" for i in range(8)}
         out = _search_chunks(store, vector, FILTERS["10 tenants (50%)"])
         assert (out["pool"]["exact"], out["pool"]["inside"]) == (False, None)  # more documents than it counts
     finally:
@@ -219,18 +222,21 @@ def test_a_filter_passing_few_chunks_is_scanned_exactly_by_the_first_query(store
 
 def test_a_pool_stops_growing_once_it_found_every_document_inside_the_filter():
     """A filter passing two long documents cannot give five: the pool stops when it found both,
-    instead of growing (each filtered KNN larger and slower) to the largest pool."""
+    instead of growing (each filtered KNN larger and slower) to the largest pool. A document found
+    that is not inside the filter (a chunk of one being removed) does not count for another."""
     scope = Scope(access=["t3"])
     request = Request(query="q", k=5, fetch=5, scope=scope, filter=scope.compile(), embedding=[0.0])
     for exact in (False, True):
+        grown = MAX_CANDIDATES if exact else 20 * FILTERED_POOL * 4
+        for found, stops in ((["a", "b"], True), (["a", "b", "c"], True), (["a", "c"], False), (["a"], False)):
+            pool = Pool(request, 20)
+            assert pool.read({"pool": {"exact": exact, "inside": ["a", "b"]}}, pool.size)
+            pool.grow(len(found), pool.size, documents=found)
+            assert pool.size == (None if stops else grown), (exact, found)
         pool = Pool(request, 20)
-        assert pool.read({"pool": {"exact": exact, "inside": 2}}, pool.size)
-        pool.grow(found=2, fetched=pool.size)
-        assert pool.size is None
-        pool = Pool(request, 20)
-        assert pool.read({"pool": {"exact": exact, "inside": 3}}, pool.size)
-        pool.grow(found=2, fetched=pool.size)
-        assert pool.size == (MAX_CANDIDATES if exact else 20 * FILTERED_POOL * 4)
+        assert pool.read({"pool": {"exact": exact, "inside": ["a", "b"]}}, pool.size)
+        pool.grow(2, pool.size)  # chunks wanted, not documents: found every document is not enough
+        assert pool.size == grown
 
 
 def test_a_retriever_stops_counting_the_documents_of_a_filter_that_passes_many():
@@ -248,7 +254,7 @@ def test_a_retriever_stops_counting_the_documents_of_a_filter_that_passes_many()
     first.read({"pool": {"exact": False, "inside": None}}, first.size)
     assert not first.params()["count_inside"]  # this search's later reads do not count again
     assert not pool(many).params()["count_inside"]  # nor the next search's
-    for inside in (3, None):
+    for inside in (["d1", "d2", "d3"], None):
         counted = pool(few)
         assert counted.params()["count_inside"]
         counted.read({"pool": {"exact": inside is not None, "inside": inside}}, counted.size)
@@ -256,3 +262,51 @@ def test_a_retriever_stops_counting_the_documents_of_a_filter_that_passes_many()
             assert pool(few).params()["count_inside"]
     assert not pool(few).params()["count_inside"]
     assert pool(Scope(access=["t3"])).params()["count_inside"]
+
+
+@pytest.fixture(scope="module")
+def long_documents(minilm, spacy_extractor):
+    """Three documents of 60 chunks each: a filter passing two of them passes 120 chunks."""
+    rng = random.Random(11)
+    documents = [
+        SourceDocument(
+            key=f"long{i}",
+            text=" ".join(f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} {rng.choice(PLACES)}." for _ in range(60)),
+            source=f"long{i}.txt",
+            metadata={"n": i},
+        )
+        for i in range(3)
+    ]
+    with SurrealStore("mem://") as s:
+        config = IngestConfig(chunker=SentenceChunker(max_tokens=12, overlap_tokens=0), metadata_concepts=())
+        assert Ingestor(s, embedder=minilm, extractor=spacy_extractor, config=config).ingest(documents).chunks >= 150
+        s.optimize(force=True)
+        yield s
+
+
+@pytest.mark.parametrize("mode", ["chunk", "hybrid", "graph"])
+def test_a_filter_passing_fewer_documents_than_k_reads_one_pool(long_documents, minilm, spacy_extractor, mode, monkeypatch):
+    """Two long documents pass the filter and k is 5: the first filtered KNN finds both, and the
+    search stops there, where it used to read a four times larger pool for documents that do not
+    exist. (The scan limit is lowered so the 120 chunks go through the KNN.)"""
+    monkeypatch.setitem(surql.CONSTANTS, "exact_scan_chunks", 50)
+    surql.load.cache_clear()
+    searches: list[str] = []
+    query_many = long_documents.query_many
+
+    def recorded(steps):
+        searches.extend(name for name, _, _ in steps if name in ("search_chunks", "search_hybrid", "graph_subgraph_scoped"))
+        return query_many(steps)
+
+    monkeypatch.setattr(long_documents, "query_many", recorded)
+    extra = {"extractor": spacy_extractor} if mode == "hybrid" else {}
+    retriever = make_retriever(mode, long_documents, embedder=minilm, **extra)
+    try:
+        for question in QUESTIONS[:3]:
+            searches.clear()
+            found = retriever.search(question, k=5, filters={"n": {"$lt": 2}})
+            assert {d.id for d in found.documents} == {"long0", "long1"}
+            assert len(searches) == 1, searches
+    finally:
+        monkeypatch.undo()
+        surql.load.cache_clear()

@@ -41,7 +41,8 @@ class ChunkRetriever(BaseRetriever):
             if not pool.read(out, out["fetched"]):
                 continue
             documents = yield Compute(partial(self._documents, out["documents"]), HYDRATE)
-            pool.grow(len(documents), out["fetched"], out["lowest"])
+            keys = [d.id for d in documents] if self.config.group_by == "document" else None
+            pool.grow(len(documents), out["fetched"], out["lowest"], keys)
         return documents[: request.fetch]
 
     def _documents(self, rows: list[dict[str, Any]]) -> list[RetrievedDocument]:

@@ -76,7 +76,8 @@ class GraphRetriever(FusedRetriever):
             if not pool.read(out, out["fetched"]):
                 continue
             sub = yield Compute(partial(assemble, out, [(hit.chunk, hit.doc) for hit in text]), RANK)
-            pool.grow(len(set(sub.docs)), out["fetched"], out["lowest"])
+            keys = sub.docs if config.group_by == "document" else None
+            pool.grow(len(set(sub.docs)), out["fetched"], out["lowest"], keys)
         named = yield Compute(partial(documents.hits, named_docs, pool.passages, config.chunks_per_document), RANK)
         ranking, channels = yield Compute(partial(self._rank, request, sub, out, names, chunk_total, text, named), RANK)
         return (yield from self._hydrate(request, ranking, channels))

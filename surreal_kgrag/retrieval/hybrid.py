@@ -86,8 +86,8 @@ class HybridRetriever(FusedRetriever):
             if not pool.read(out, out["fetched"]):
                 continue
             channels = yield Compute(partial(_channel_hits, out, text, named, pool.passages, self.config.chunks_per_document), RANK)
-            found = len({hit.doc for hits in channels.values() for hit in hits})
-            pool.grow(found, out["fetched"], out["lowest"])
+            found = {hit.doc for hits in channels.values() for hit in hits}
+            pool.grow(len(found), out["fetched"], out["lowest"], found if self.config.group_by == "document" else None)
         return channels
 
     def _knn_query(self, request: Request, chunk_total: int, pool: Pool) -> Query:

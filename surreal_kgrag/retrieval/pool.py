@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .base import LRU, MAX_CANDIDATES, Request
@@ -72,7 +72,7 @@ class Pool:
         self.unread: list[str] = []
         self.passages: list[dict[str, Any]] = []
         self._threshold = threshold
-        self._inside: int | None = None
+        self._inside: frozenset[str] | None = None  # the documents inside the filter, when counted
         self._count = bool(request.filter.condition)
         self._dense, self._key = dense, ""
         if self._count and dense is not None:
@@ -88,7 +88,9 @@ class Pool:
         if self._count:
             # the first read counted the documents inside the filter; later ones count them again
             # only to scan the few chunks inside it exactly
-            self._inside, self._count = read.get("inside"), bool(read.get("exact"))
+            inside = read.get("inside")
+            self._inside = None if inside is None else frozenset(str(key) for key in inside)
+            self._count = bool(read.get("exact"))
             if self._inside is None and self._dense is not None:  # more documents than it counts
                 self._dense.remember(self._key, time.monotonic())
         if read.get("exact"):
@@ -100,16 +102,18 @@ class Pool:
             self.passages, self.unread = out["passages"], []
         return True
 
-    def grow(self, found: int, fetched: int, lowest: float | None = None) -> None:
+    def grow(self, found: int, fetched: int, lowest: float | None = None, documents: Iterable[str] | None = None) -> None:
         """The next pool after one that returned ``fetched`` vectors, the last of similarity
-        ``lowest``, and led to ``found`` documents. A pool that returned nothing, or whose last
-        vector fell below the search's ``threshold``, is done: every further vector would too; so
-        is one that found every document inside the filter."""
+        ``lowest``, and led to ``found`` results, of ``documents`` (their keys; None when the search
+        wants chunks, not documents). A pool that returned nothing, or whose last vector fell below
+        the search's ``threshold``, is done: every further vector would too; so is one whose
+        documents hold every document inside the filter (a chunk of a document being written or
+        removed does not count)."""
         assert self.size is not None
         exhausted = (
             not fetched
             or (self._threshold is not None and lowest is not None and lowest < self._threshold)
-            or (self._inside is not None and found >= self._inside)
+            or (self._inside is not None and documents is not None and self._inside <= {str(key) for key in documents})
         )
         used = 0 if exhausted else fetched if self.exact else pool_used(self.request, fetched, self.size)
         self.size = grow(self.size, found, self.request.fetch, used)
