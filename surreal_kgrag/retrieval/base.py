@@ -119,7 +119,7 @@ class BaseRetriever:
             Scope(record_user=bool(store.config.access))
         )
         self._embeddings = LRU()
-        self._dense = LRU(256)  # filters that passed too many chunks to scan exactly (Pool)
+        self._dense = LRU(256)  # filters found to hold more documents than a search counts (Pool)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(store={self.store!r}, k={self.config.k})"

@@ -57,8 +57,8 @@ class Pool:
     the pool is read again as an exact scan when a filtered KNN comes back short
     (:func:`exact_instead`), then larger while the search finds fewer documents than the request
     wants (:func:`grow`) and its vectors are above ``threshold`` (none: any similarity); ``size`` is
-    None once it is done, or once it found every document inside the filter (when the query counted
-    them). An exact scan grows at most once, to ``MAX_CANDIDATES``: each scan reads every chunk
+    None once it is done, or once its documents hold every document inside the filter (when the query
+    counted them). An exact scan grows at most once, to ``MAX_CANDIDATES``: each scan reads every chunk
     inside the filter.
 
     ``unread``: the documents the question names, whose passages come with the first KNN read
@@ -94,7 +94,7 @@ class Pool:
             if self._inside is None and self._dense is not None:  # more documents than it counts
                 self._dense.remember(self._key, time.monotonic())
         if read.get("exact"):
-            self.exact = True  # the query scanned exactly: few chunks pass the filter
+            self.exact = True  # asked for, or the query's own choice: few chunks pass the filter
         elif exact_instead(self.request, fetched, self.size):
             self.exact = True
             return False
