@@ -159,9 +159,12 @@ def test_every_mode_reads_only_the_callers_labels(build, oracle, mode, group_by)
 
 
 def test_concept_weights_count_only_chunks_in_scope(build, oracle):
-    """ln(1 + N / n), N the chunks in the scope and n those of them naming the concept, in floats."""
+    """ln(1 + N / n), N the chunks in the scope (labels and filter) and n those of them naming the
+    concept, in floats."""
     public = oracle.visible(["public"])
-    for scope, chunks in ((PUBLIC, public), (None, oracle.chunks)):
+    public_x = {cid: c for cid, c in public.items() if dict((key, tenant) for key, _, tenant, _ in DOCS)[c["doc"]] == "x"}
+    cases = ((PUBLIC, public), (Scope(access=["public"], filters={"tenant": "x"}), public_x), (None, oracle.chunks))
+    for scope, chunks in cases:
         result = build("hybrid", scope=scope).search("Marie Curie and Pierre Curie in Warsaw", k=10)
         paths = [p for d in result.documents for p in d.provenance if p.channel == "concept"]
         assert {p.concept.id for p in paths} >= {"marie curie", "warsaw"}

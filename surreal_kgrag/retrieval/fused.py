@@ -67,7 +67,7 @@ class FusedRetriever(BaseRetriever):
         if cached is not None and time.monotonic() - cached[1] <= _RECOUNT_SECONDS:
             return cached[0]
         scope = request.scope.compile()
-        counted = (yield Query("count_chunks", {"filtered": bool(scope.condition), **scope.params}, {"filter": scope}))[-1]
+        counted = (yield Query("count_chunks", {"filtered": bool(scope.condition), **scope.params}, {"filter": scope.on_documents()}))[-1]
         totals = ChunkTotals(max(int(counted["scope"] or 0), 1), max(int(counted["store"] or 0), 1))
         self._chunk_totals.remember(key, (totals, time.monotonic()))
         return totals
