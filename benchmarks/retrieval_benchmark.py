@@ -15,7 +15,7 @@ included, for the modes and the baselines alike, and the p50 of each part (embed
 the SurrealDB round trips, answers decoded; rank: reading the channels, PPR, fusion; hydrate;
 rerank; other), beside the p50 of embedding each question alone (the floor a vector store pays) and
 how far each mode's p50 lies above it. ``graph-edges`` is the graph mode reading its subgraph from
-the edges, as for a scoped caller, instead of the adjacency lists (the same ranking, its own time). A last line times
+the edges, as for a record user, instead of the adjacency lists (the same ranking, its own time). A last line times
 reciprocal rank fusion of the hybrid channels in Python against SurrealDB's ``search::rrf``.
 Nothing here depends on a dataset's name.
 """
@@ -43,7 +43,7 @@ from surreal_kgrag.schema import ADJACENCY_LISTS_SINCE
 
 class EdgeWalkingGraphRetriever(GraphRetriever):
     """The graph mode reading its subgraph from the edges (``graph_subgraph_scoped.surql``), as it
-    does for a scoped caller or a store without the adjacency lists: the lists' saving, measured."""
+    does for a record user or a store without the adjacency lists: the lists' saving, measured."""
 
     def _schema_since(self, version: int) -> Plan[bool]:
         if version == ADJACENCY_LISTS_SINCE:

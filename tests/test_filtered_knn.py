@@ -295,7 +295,7 @@ def test_a_filter_passing_fewer_documents_than_k_reads_one_pool(long_documents, 
     query_many = long_documents.query_many
 
     def recorded(steps):
-        searches.extend(name for name, _, _ in steps if name in ("search_chunks", "search_hybrid", "graph_subgraph_scoped"))
+        searches.extend(name for name, _, _ in steps if name in ("search_chunks", "search_hybrid", "graph_subgraph"))
         return query_many(steps)
 
     monkeypatch.setattr(long_documents, "query_many", recorded)

@@ -368,9 +368,36 @@ def _same(ranked, expected):
     return ranked[0] == expected[0] and ranked[1] == pytest.approx(expected[1], rel=1e-4)
 
 
+@pytest.mark.parametrize("mode", ["graph", "concept"])
+def test_a_scoped_walk_from_the_lists_is_the_walk_over_the_scoped_edges(minilm, spacy_extractor, mode, monkeypatch):
+    """A scoped caller's walk reads the adjacency lists, which carry every tenant's chunks, and keeps
+    those of documents inside its scope: the same subgraph, hence the same ranking, as the walk over
+    the edges each checked against the scope (graph_subgraph_scoped.surql, a store without lists).
+    Half the documents are hidden from the caller, among them chunks the hops reach."""
+    hidden = {"brandvold", "carmen", "ring"}
+    docs = [d.model_copy(update={"access": ["staff"] if d.key in hidden else ["public"]}) for d in _docs(OPERA)]
+    scopes = [{"access": ["public"]}, {"filters": {"source": {"$ne": "tosca.txt"}}}, {"access": ["public", "staff"], "filters": {"source": {"$ne": "brandvold.txt"}}}]
+    with SurrealStore("mem://") as store:
+        _ingest(store, minilm, spacy_extractor, docs)
+        sent: list[str] = []
+        query, query_many = store.query, store.query_many
+        monkeypatch.setattr(store, "query", lambda name, *a, **kw: sent.append(name) or query(name, *a, **kw))
+        monkeypatch.setattr(store, "query_many", lambda steps: sent.extend(s[0] for s in steps) or query_many(steps))
+        from_lists = [_ranked(store, minilm, mode, **scope) for scope in scopes]
+        assert "graph_subgraph" in sent and "scope_documents" in sent and "graph_subgraph_scoped" not in sent
+        assert set(from_lists[0][0]) <= {key for key, *_ in OPERA} - hidden
+        assert from_lists[0] != _ranked(store, minilm, mode)  # the scope changes the walk
+        meta = store.query("store_meta")[-1]
+        store.query("store_meta_write", {"meta": {**meta, "schema_version": 6}})
+        sent.clear()
+        for scope, expected in zip(scopes, from_lists):
+            assert _same(_ranked(store, minilm, mode, **scope), expected), scope
+        assert "graph_subgraph_scoped" in sent and "graph_subgraph" not in sent
+
+
 def test_the_lists_and_the_scoped_edges_give_the_same_walk(minilm, spacy_extractor):
-    """Every document is public: the public caller's walk (edges, each checked against its scope) and
-    the unrestricted one (adjacency lists) see the same subgraph and rank alike; so does the
+    """Every document is public: the public caller's walk and the unrestricted one see the same
+    subgraph and rank alike; so does the
     unrestricted walk over the edges of a store not yet migrated to the lists, and after migrating."""
     with SurrealStore("mem://") as store:
         _ingest(store, minilm, spacy_extractor, _docs(OPERA))
@@ -514,7 +541,7 @@ class _HubExtractor(_RelationExtractor):
 @pytest.mark.parametrize("access", [None, ["public"]])
 def test_a_concepts_relations_are_read_up_to_a_bound(minilm, monkeypatch, access):
     """A concept related to many others (a hub of the LLM layer) has only its first RELATION_EDGES
-    relations each way read into the subgraph (graph_subgraph.surql and its scoped twin): the walk
+    relations each way read into the subgraph (graph_subgraph.surql, scoped or not): the walk
     from the glider meets the Kestrel Project, related to 100 sites."""
     rows = [
         ("glider", "Hollins Glider", "The Hollins Glider was built by the Kestrel Project and flew twice."),
@@ -533,6 +560,6 @@ def test_a_concepts_relations_are_read_up_to_a_bound(minilm, monkeypatch, access
         monkeypatch.setattr(store, "query_many", recorded)
         found = make_retriever("concept", store, embedder=minilm, access=access).search("How often did the Hollins Glider fly?", k=2)
         assert found.documents[0].id == "glider"
-        relations = {tuple(pair) for answer in answers for pair in answer["relations"]}
+        relations = {tuple(relation[:2]) for answer in answers for relation in answer["relations"]}
         assert len(relations) == RELATION_EDGES < len(_HubExtractor.SITES)
         assert all(subject == "kestrel project" and site in _HubExtractor.SITES for subject, site in relations)

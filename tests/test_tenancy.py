@@ -12,6 +12,9 @@ from surrealdb import RecordID
 from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore, make_retriever
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.errors import ConfigurationError, SchemaMismatchError, StoreConnectionError
+from surreal_kgrag.retrieval.config import GraphConfig
+from surreal_kgrag.retrieval.graph import listed
+from surreal_kgrag.retrieval.walk import assemble
 from surreal_kgrag.tenancy import READER_ACCESS, add_reader, enable_tenancy, remove_reader
 from surreal_kgrag.tools import ToolDispatcher
 
@@ -79,6 +82,37 @@ def test_retrievers_and_tools_of_a_reader_see_only_its_labels(url, minilm, spacy
         assert shared.concept.documents == len(shared.documents)
         hidden = "gdansk" if label == "red" else "project zephyr"
         assert '"not_found"' in tools.call("chunks_for_concept", {"concept": hidden})
+
+
+def test_a_readers_walk_reads_the_edges_it_may_see(url, minilm, monkeypatch):
+    """A reader cannot read the adjacency lists (their permissions hide every tenant's chunks), so its
+    walk reads the edges it may see: every seed chunk of its subgraph comes with its concepts (from
+    the lists it would have none), and it walks to the documents an administrator's search scoped to
+    the reader's labels finds. (The order may differ: a reader counts a concept's chunks from the
+    edges it sees, not store-wide.)"""
+    question = "Marie Curie, polonium and the Baltic Sea near Stockholm and Krakow"
+    for name, (_, labels) in READERS.items():
+        with SurrealStore(url) as admin:
+            expected = make_retriever("graph", admin, embedder=minilm, access=labels).search(question, k=10).documents
+        with reader_store(url, name) as store:
+            answers: list[dict] = []
+            query_many = store.query_many
+
+            def recorded(steps, query_many=query_many, answers=answers):
+                results = query_many(steps)
+                answers.extend(result[-1] for (step, _, _), result in zip(steps, results) if step.startswith("graph_subgraph"))
+                return results
+
+            monkeypatch.setattr(store, "query_many", recorded)
+            found = make_retriever("graph", store, embedder=minilm).search(question, k=10).documents
+            visible = {(str(row["in"].id), str(row["out"].id)) for row in store.query("mention_edges")[-1]}
+        assert answers and visible, name
+        for answer in answers:
+            sub = assemble(listed(answer, GraphConfig()))
+            walked = {(sub.chunks[c], sub.concepts[k]) for c, k in zip(sub.edge_chunk.tolist(), sub.edge_concept.tolist())}
+            seeds = {chunk for chunk, _, _ in answer["knn"]}
+            assert {edge for edge in visible if edge[0] in seeds} <= walked, name
+        assert {d.id for d in found} == {d.id for d in expected} != set(), name
 
 
 async def _raw(url: str, name: str, statements: str) -> list:

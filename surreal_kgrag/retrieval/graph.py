@@ -1,15 +1,18 @@
 """Graph retrieval: Personalized PageRank over the bounded subgraph around the question.
 
-Per question, two database round trips before hydration:
+Per question, two database round trips before hydration (three with a scope):
 
 1. the question's candidate names (every n-gram, :mod:`surreal_kgrag.phrases`) looked up among the
    stored concepts (``graph_names.surql``) and among the documents' names (the document channel,
    :mod:`.documents`), at the same time as the BM25 channel;
 2. the subgraph around the seeds: KNN chunks, the chunks of the concepts the question names, the
-   BM25 chunks, their concepts and those concepts' other chunks, all within the caller's scope
-   (``graph_subgraph.surql`` from the adjacency lists for a caller who may read everything,
-   ``graph_subgraph_scoped.surql`` from the edges, each checked against the scope, for the others),
-   at the same time as the passages of the documents the question names.
+   BM25 chunks, their concepts and those concepts' other chunks (``graph_subgraph.surql``, from the
+   adjacency lists), at the same time as the passages of the documents the question names;
+3. for a caller with a scope or filter, which of the documents the hops reached are inside it
+   (``scope_documents.surql``): the seeds are inside it already, and of the rest the walk keeps only
+   the chunks and relations of those documents. A record user, whom the lists' permissions hide,
+   and a store written before the lists read the edges instead, each checked against the scope
+   (``graph_subgraph_scoped.surql``).
 
 The walk (:mod:`.walk`) runs client-side on that subgraph and its document ranking is fused with
 BM25 (and the KNN order, weight 0, which only fills up to k).
@@ -26,7 +29,7 @@ import numpy as np
 from .. import phrases
 from ..db.sdk import RecordID
 from ..extract import NOUN_PHRASE
-from ..ids import concept_id
+from ..ids import chunk_document_key, concept_id, document_id
 from ..schema import ADJACENCY_LISTS_SINCE
 from ..surql import CompiledFilter
 from . import documents
@@ -70,11 +73,14 @@ class GraphRetriever(FusedRetriever):
         names = yield Compute(partial(self._names, question.spans, name_rows, chunk_total), ANALYZE)
         pool.unread = [doc for doc, _, _ in named_docs]  # their passages come from the first subgraph's KNN
         yield from self.embedded(request)  # the queries before need no vector: they ran while it was computed
+        in_scope = {str(row["id"].id): row["chunks"] for row in name_rows if "chunks" in row}  # graph_names_scoped's
         while pool.size is not None:
-            query = yield from self._subgraph(request, names, text, pool)
+            query = yield from self._subgraph(request, names, in_scope, text, pool)
             out = listed((yield query)[-1], config)
             if not pool.read(out, out["fetched"]):
                 continue
+            if query.name == "graph_subgraph" and request.filter.condition:
+                out = yield from self._within_scope(request, out)
             sub = yield Compute(partial(assemble, out, [(hit.chunk, hit.doc) for hit in text]), RANK)
             keys = sub.docs if config.group_by == "document" else None
             pool.grow(len(set(sub.docs)), out["fetched"], out["lowest"], keys)
@@ -108,12 +114,17 @@ class GraphRetriever(FusedRetriever):
         """The question's concepts from the stored names its spans matched (``graph_names.surql``)."""
         return question_concepts(spans, rows, chunk_total, self.config)
 
-    def _subgraph(self, request: Request, names: dict[str, tuple[float, int]], text: list[Hit], pool: Pool) -> Plan[Query]:
-        """The query of the subgraph around the seeds: from the adjacency lists for a caller who may
-        read the whole store, from the edges (each checked against the scope) for any other; with
-        the passages of the named documents the pool has not read yet."""
+    def _subgraph(
+        self, request: Request, names: dict[str, tuple[float, int]], in_scope: dict[str, list[Any]], text: list[Hit], pool: Pool
+    ) -> Plan[Query]:
+        """The query of the subgraph around the seeds, from the adjacency lists (from the edges, each
+        checked against the scope, on a store written before them or for a record user); with the
+        passages of the named documents the pool has not read yet. A scoped caller's named seeds are
+        their edges inside the scope (``in_scope``, read with the names)."""
         config = self.config
-        lists = yield from self._schema_since(ADJACENCY_LISTS_SINCE)  # older stores: read from the edges
+        # Read from the edges on stores written before the lists, and for a record user, whom the
+        # lists' permissions hide (surql/tenancy.surql).
+        lists = (yield from self._schema_since(ADJACENCY_LISTS_SINCE)) and not request.scope.record_user
         named = [name for name, (_, n) in names.items() if n <= config.max_df]
         params: dict[str, Any] = {
             "embedding": request.vector,
@@ -126,8 +137,10 @@ class GraphRetriever(FusedRetriever):
         passages, size = documents.passages(pool.unread, config, pool.size)
         params |= passages | pool.params()
         placeholders = {**self._knn_placeholders(request, size), "relation_edges": RELATION_EDGES}
-        if lists and not request.filter.condition:
+        if lists:
             params |= {"named": [RecordID("concept_chunks", name) for name in named], "text_chunks": [hit.chunk for hit in text]}
+            if request.filter.condition:
+                params |= {"named_lists": [[name, in_scope.get(name, [])] for name in named], **request.filter.params}
             return Query("graph_subgraph", params, placeholders)
         params |= {
             "named": [concept_id(name) for name in named],
@@ -135,6 +148,33 @@ class GraphRetriever(FusedRetriever):
             **request.filter.params,
         }
         return Query("graph_subgraph_scoped", params, placeholders)
+
+    def _within_scope(self, request: Request, out: dict[str, Any]) -> Plan[dict[str, Any]]:
+        """``out`` (``graph_subgraph.surql``, its seeds inside the scope) with only the chunks and
+        relations of documents inside the scope: the adjacency lists the hops read carry every
+        chunk. A related concept that only relations outside it lead to is left out with them."""
+        lists = [row[2] for row in out["counts"] + out["related_counts"] if len(row) > 2 and row[2]]
+        docs = {chunk_document_key(chunk) for chunks in lists for chunk, *_ in chunks}
+        docs |= {doc for _, _, doc in out["relations"]}
+        if not docs:
+            return out
+        query = Query("scope_documents", {"documents": [document_id(doc) for doc in docs], **request.filter.params}, {
+            "document_filter": request.filter.on_documents()
+        })
+        inside = set((yield query)[-1])
+        relations = [relation for relation in out["relations"] if relation[2] in inside]
+        reached = {concept for a, b, _ in relations for concept in (a, b)}
+
+        def kept(row: list[Any]) -> list[Any]:
+            if len(row) < 3 or not row[2]:
+                return row
+            return [row[0], row[1], [edge for edge in row[2] if chunk_document_key(edge[0]) in inside]]
+
+        return out | {
+            "counts": [kept(row) for row in out["counts"]],
+            "related_counts": [kept(row) for row in out["related_counts"] if row[0] in reached],
+            "relations": relations,
+        }
 
     def _walk(
         self, request: Request, sub: Subgraph, out: dict[str, Any], names: dict[str, tuple[float, int]], chunk_total: int

@@ -1,7 +1,7 @@
 """Graph algorithms of the graph and concept modes: the bounded subgraph as arrays, Personalized
 PageRank over it, and the question-concept weights that personalise the walk.
 
-The subgraph (``graph_subgraph.surql``, or ``graph_subgraph_scoped.surql`` for a scoped caller) is
+The subgraph (``graph_subgraph.surql``, or ``graph_subgraph_scoped.surql`` from the edges) is
 bipartite: chunks and concepts joined by ``MENTIONS_CONCEPT`` edges, plus, when the LLM layer wrote
 them, ``RELATES_TO`` concept pairs. The walk moves along directed, weighted transitions:
 
@@ -100,7 +100,7 @@ def assemble(out: Mapping[str, Any], extra_chunks: Sequence[tuple[str, str]] = (
         sub.edge_own, sub.edge_np = marks[:, 0], marks[:, 1]
     related = [
         (sub.concept_pos[a], sub.concept_pos[b])
-        for a, b in out.get("relations") or []
+        for a, b, *_ in out.get("relations") or []
         if a in sub.concept_pos and b in sub.concept_pos and a != b
     ]
     if related:
