@@ -220,6 +220,34 @@ def test_a_filter_passing_few_chunks_is_scanned_exactly_by_the_first_query(store
         surql.load.cache_clear()
 
 
+def test_a_short_filtered_knn_is_scanned_again_through_the_documents_it_counted(store, minilm, monkeypatch):
+    """A filter passing a few documents with more chunks than ``exact_scan_chunks`` (one long PDF of
+    a large store) is read by a filtered KNN; when that comes back short, the exact scan that
+    replaces it counts the documents again and reads their chunks alone (chunk_doc), not every
+    chunk of the store: the same exact top K, and the query says the documents were counted."""
+    vector = minilm.embed_query(QUESTIONS[0])
+    scope = FILTERS["metadata n < 8 (4%)"]
+    monkeypatch.setitem(surql.CONSTANTS, "exact_scan_chunks", 20)  # fewer than the 8 documents' chunks
+    surql.load.cache_clear()
+    try:
+        condition = scope.compile()
+        request = Request(query="q", k=K, fetch=K, scope=scope, filter=condition, embedding=vector)
+        pool = Pool(request, K)
+        first = _search_chunks(store, vector, scope)
+        assert not first["pool"]["exact"] and first["pool"]["inside"]
+        assert not pool.read(first, 1)  # as if the filtered KNN had come back far short
+        assert pool.params() == {"keep": K, "exact": True, "count_inside": True}
+        out = store.query("search_chunks", {"embedding": vector, "threshold": -1.0, "limit": 1000, "filtered": True, **pool.params(),
+                                            **condition.params}, candidates=pool.size, ef=80, filter=condition,
+                          document_filter=condition.on_documents())[-1]
+        assert out["pool"]["exact"] and set(out["pool"]["inside"]) == {f"d{i}" for i in range(8)}
+        found = sorted(((c["score"], c["id"].id) for d in out["documents"] for c in d["chunks"]), reverse=True)
+        assert [chunk for _, chunk in found][:K] == _exact(store, vector, scope)
+    finally:
+        monkeypatch.undo()
+        surql.load.cache_clear()
+
+
 def test_a_pool_stops_growing_once_it_found_every_document_inside_the_filter():
     """A filter passing two long documents cannot give five: the pool stops when it found both,
     instead of growing (each filtered KNN larger and slower) to the largest pool. A document found

@@ -97,6 +97,8 @@ class Pool:
             self.exact = True  # asked for, or the query's own choice: few chunks pass the filter
         elif exact_instead(self.request, fetched, self.size):
             self.exact = True
+            # counted again, the documents inside are scanned through their chunks alone
+            self._count = self._inside is not None
             return False
         if self.unread:
             self.passages, self.unread = out["passages"], []
