@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 from surrealdb import RecordID
 
-from surreal_kgrag import Ingestor, SurrealStore
+from surreal_kgrag import Ingestor, SurrealStore, surql
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.extract import CallableConceptExtractor, title_aliases
 from surreal_kgrag.ingest.config import IngestConfig
@@ -373,7 +373,9 @@ def test_a_scoped_walk_from_the_lists_is_the_walk_over_the_scoped_edges(minilm, 
     """A scoped caller's walk reads the adjacency lists, which carry every tenant's chunks, and keeps
     those of documents inside its scope: the same subgraph, hence the same ranking, as the walk over
     the edges each checked against the scope (graph_subgraph_scoped.surql, a store without lists).
-    Half the documents are hidden from the caller, among them chunks the hops reach."""
+    Half the documents are hidden from the caller, among them chunks the hops reach. The documents
+    inside come from the KNN's count when it counted them, else from scope_documents.surql (with
+    the count's limit at 0): both ways."""
     hidden = {"brandvold", "carmen", "ring"}
     docs = [d.model_copy(update={"access": ["staff"] if d.key in hidden else ["public"]}) for d in _docs(OPERA)]
     scopes = [{"access": ["public"]}, {"filters": {"source": {"$ne": "tosca.txt"}}}, {"access": ["public", "staff"], "filters": {"source": {"$ne": "brandvold.txt"}}}]
@@ -384,7 +386,14 @@ def test_a_scoped_walk_from_the_lists_is_the_walk_over_the_scoped_edges(minilm, 
         monkeypatch.setattr(store, "query", lambda name, *a, **kw: sent.append(name) or query(name, *a, **kw))
         monkeypatch.setattr(store, "query_many", lambda steps: sent.extend(s[0] for s in steps) or query_many(steps))
         from_lists = [_ranked(store, minilm, mode, **scope) for scope in scopes]
-        assert "graph_subgraph" in sent and "scope_documents" in sent and "graph_subgraph_scoped" not in sent
+        assert "graph_subgraph" in sent and "scope_documents" not in sent and "graph_subgraph_scoped" not in sent
+        with monkeypatch.context() as limit:
+            limit.setitem(surql.CONSTANTS, "exact_scan_chunks", 0)  # documents not counted: asked for
+            surql.load.cache_clear()
+            asked = [_ranked(store, minilm, mode, **scope) for scope in scopes]
+        surql.load.cache_clear()
+        assert "scope_documents" in sent
+        assert all(_same(ranked, expected) for ranked, expected in zip(asked, from_lists)), (asked, from_lists)
         assert set(from_lists[0][0]) <= {key for key, *_ in OPERA} - hidden
         assert from_lists[0] != _ranked(store, minilm, mode)  # the scope changes the walk
         meta = store.query("store_meta")[-1]

@@ -80,7 +80,7 @@ class GraphRetriever(FusedRetriever):
             if not pool.read(out, out["fetched"]):
                 continue
             if query.name == "graph_subgraph" and request.filter.condition:
-                out = yield from self._within_scope(request, out)
+                out = yield from self._within_scope(request, out, pool.inside)
             sub = yield Compute(partial(assemble, out, [(hit.chunk, hit.doc) for hit in text]), RANK)
             keys = sub.docs if config.group_by == "document" else None
             pool.grow(len(set(sub.docs)), out["fetched"], out["lowest"], keys)
@@ -149,19 +149,23 @@ class GraphRetriever(FusedRetriever):
         }
         return Query("graph_subgraph_scoped", params, placeholders)
 
-    def _within_scope(self, request: Request, out: dict[str, Any]) -> Plan[dict[str, Any]]:
+    def _within_scope(self, request: Request, out: dict[str, Any], counted: frozenset[str] | None) -> Plan[dict[str, Any]]:
         """``out`` (``graph_subgraph.surql``, its seeds inside the scope) with only the chunks and
         relations of documents inside the scope: the adjacency lists the hops read carry every
-        chunk. A related concept that only relations outside it lead to is left out with them."""
+        chunk. A related concept that only relations outside it lead to is left out with them.
+        The documents inside are asked for, unless the KNN counted them all (``counted``)."""
         lists = [row[2] for row in out["counts"] + out["related_counts"] if len(row) > 2 and row[2]]
         docs = {chunk_document_key(chunk) for chunks in lists for chunk, *_ in chunks}
         docs |= {doc for _, _, doc in out["relations"]}
         if not docs:
             return out
-        query = Query("scope_documents", {"documents": [document_id(doc) for doc in docs], **request.filter.params}, {
-            "document_filter": request.filter.on_documents()
-        })
-        inside = set((yield query)[-1])
+        if counted is not None:
+            inside: set[str] | frozenset[str] = counted
+        else:
+            query = Query("scope_documents", {"documents": [document_id(doc) for doc in docs], **request.filter.params}, {
+                "document_filter": request.filter.on_documents()
+            })
+            inside = set((yield query)[-1])
         relations = [relation for relation in out["relations"] if relation[2] in inside]
         reached = {concept for a, b, _ in relations for concept in (a, b)}
 

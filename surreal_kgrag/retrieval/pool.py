@@ -104,6 +104,11 @@ class Pool:
             self.passages, self.unread = out["passages"], []
         return True
 
+    @property
+    def inside(self) -> frozenset[str] | None:
+        """The keys of the documents inside the filter, when the query counted them."""
+        return self._inside
+
     def grow(self, found: int, fetched: int, lowest: float | None = None, documents: Iterable[str] | None = None) -> None:
         """The next pool after one that returned ``fetched`` vectors, the last of similarity
         ``lowest``, and led to ``found`` results, of ``documents`` (their keys; None when the search
