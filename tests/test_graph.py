@@ -525,6 +525,28 @@ def test_relates_to_edges_join_the_walk(minilm):
     assert ranked[True][1] == "barn"  # the walk reaches the farm through the relation as well
 
 
+def test_a_relation_between_two_concepts_only_one_seed_names_joins_the_walk(minilm):
+    """The glider's chunk alone names the Kestrel Project and Hollins Farm, and relates them: both are
+    `single` concepts of that seed, whose counts the walk from the lists does not read. Their relation
+    is still read, so the walk over the lists is the walk over the edges (a store without lists)."""
+    rows = [
+        ("kestrel", "Glider history", "The Kestrel Project built a glider in a barn at Hollins Farm. The glider flew twice in 1903."),
+        ("other", "Early aircraft", "Early aircraft such as gliders were built by inventors in workshops and sheds."),
+    ]
+    with SurrealStore("mem://") as store:
+        assert _ingest(store, minilm, _RelationExtractor(True), _docs(rows)).failed == 0
+        single = {name for names in _single(store).values() for name in names}
+        assert {"kestrel project", "hollins farm"} <= single
+        walks = []
+        for version in (SCHEMA_VERSION, 6):
+            meta = store.query("store_meta")[-1]
+            store.query("store_meta_write", {"meta": {**meta, "schema_version": version}})
+            found = make_retriever("graph", store, embedder=minilm).search("When did the glider fly?", k=2).documents
+            walks.append([[(p.chunk_id, p.score) for p in d.provenance if p.channel == "graph"] for d in found])
+        assert walks[0] and walks[0][0]
+        assert walks[0] == [[(chunk, pytest.approx(score)) for chunk, score in paths] for paths in walks[1]]
+
+
 class _HubExtractor(_RelationExtractor):
     """The glider's chunk names the glider and the Kestrel Project; another chunk names the project
     and 100 sites, and relates the project to each of them."""

@@ -150,11 +150,13 @@ class GraphRetriever(FusedRetriever):
         return Query("graph_subgraph_scoped", params, placeholders)
 
     def _within_scope(self, request: Request, out: dict[str, Any], counted: frozenset[str] | None) -> Plan[dict[str, Any]]:
-        """``out`` (``graph_subgraph.surql``, its seeds inside the scope) with only the chunks and
-        relations of documents inside the scope: the adjacency lists the hops read carry every
-        chunk. A related concept that only relations outside it lead to is left out with them.
-        The documents inside are asked for, unless the KNN counted them all (``counted``)."""
+        """``out`` (``graph_subgraph.surql``, its seeds found inside the scope) with only the chunks
+        and relations of documents inside the scope: the adjacency lists the hops read carry every
+        chunk. A related concept that only relations outside it lead to is left out with them. The
+        named concepts' chunks are checked again too: they were read inside the scope one round trip
+        earlier. The documents inside are asked for, unless the KNN counted them all (``counted``)."""
         lists = [row[2] for row in out["counts"] + out["related_counts"] if len(row) > 2 and row[2]]
+        lists += [chunks for _, chunks in out.get("named") or () if chunks]
         docs = {chunk_document_key(chunk) for chunks in lists for chunk, *_ in chunks}
         docs |= {doc for _, _, doc in out["relations"]}
         if not docs:
@@ -169,12 +171,14 @@ class GraphRetriever(FusedRetriever):
         relations = [relation for relation in out["relations"] if relation[2] in inside]
         reached = {concept for a, b, _ in relations for concept in (a, b)}
 
+        def within(chunks: list[list[Any]]) -> list[list[Any]]:
+            return [edge for edge in chunks if chunk_document_key(edge[0]) in inside]
+
         def kept(row: list[Any]) -> list[Any]:
-            if len(row) < 3 or not row[2]:
-                return row
-            return [row[0], row[1], [edge for edge in row[2] if chunk_document_key(edge[0]) in inside]]
+            return row if len(row) < 3 or not row[2] else [row[0], row[1], within(row[2])]
 
         return out | {
+            "named": [[name, within(chunks or [])] for name, chunks in out.get("named") or ()],
             "counts": [kept(row) for row in out["counts"]],
             "related_counts": [kept(row) for row in out["related_counts"] if row[0] in reached],
             "relations": relations,

@@ -3,7 +3,9 @@
 A :class:`Scope` is a caller's access labels and a default filter. Every query that reads documents,
 chunks, chunk texts, concepts or their edges evaluates the scope's condition inside the query, so
 nothing outside it is ever returned: search modes, hydration, graph expansion, the agent tools,
-not-found suggestions and the store-reading rerankers. Search counts inside the scope where it counts
+not-found suggestions and the store-reading rerankers. (One exception: the adjacency lists the graph
+walk's hops read carry every tenant's chunk keys and relations; the walk keeps only those of
+documents inside the scope, before it ranks anything: ``GraphRetriever._within_scope``.) Search counts inside the scope where it counts
 itself (the chunks of the scope, the N of the concept weights; the concepts' chunks in hybrid search;
 the edges the walk reads), but these figures are store-wide, counted over every tenant:
 
