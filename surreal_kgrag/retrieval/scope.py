@@ -6,8 +6,9 @@ nothing outside it is ever returned: search modes, hydration, graph expansion, t
 not-found suggestions and the store-reading rerankers. (One exception: the adjacency lists the graph
 walk's hops read carry every tenant's chunk keys and relations; the walk keeps only those of
 documents inside the scope, before it ranks anything: ``GraphRetriever._within_scope``.) Search
-counts inside the scope where it counts itself (the chunks of the scope, the N of the concept weights; the concepts' chunks in hybrid search;
-the edges the walk reads), but these figures are store-wide, counted over every tenant:
+counts inside the scope where it counts itself (the chunks of the scope, the N of the concept
+weights; the concepts' chunks in hybrid search; the edges the walk reads), but these figures are
+store-wide, counted over every tenant:
 
 - how many chunks a word occurs in (``term.df``), and the store's chunk total it is compared with:
   which question words BM25 searches (``text_max_df``, ``text_max_matches``);
