@@ -594,3 +594,60 @@ def test_a_concepts_relations_are_read_up_to_a_bound(minilm, monkeypatch, access
         relations = {tuple(relation[:2]) for answer in answers for relation in answer["relations"]}
         assert len(relations) == RELATION_EDGES < len(_HubExtractor.SITES)
         assert all(subject == "kestrel project" and site in _HubExtractor.SITES for subject, site in relations)
+
+
+class _MemoExtractor(_RelationExtractor):
+    """Fixed names per chunk; a chunk naming both the Kestrel Project and Marsh Airfield relates them."""
+
+    def _names(self, text: str) -> list[str]:
+        return [name for name, marker in (("kestrel project", "Kestrel"), ("marsh airfield", "Marsh Airfield")) if marker in text]
+
+    def extract_graph(self, texts):
+        relation = Relation(subject="kestrel project", type="flew_from", object="marsh airfield")
+        chunks = [ChunkGraph(mentions=m, relations=[relation] if len(m) == 2 else []) for m in self.extract(texts)]
+        return SimpleNamespace(chunks=chunks, ingest_stats=LLMIngestStats)
+
+
+MEMO_PUBLIC = [
+    ("kestrel", "Kestrel Project", "The Kestrel Project built a glider in a barn. The glider flew twice in 1903."),
+    ("airfield", "Marsh Airfield", "Marsh Airfield lies on the edge of the fen. Its grass runway is short and wet."),
+    ("other", "Early Aircraft", "Early aircraft such as gliders were built by inventors in workshops and sheds."),
+]
+MEMO_HIDDEN = [("memo", "Flight Memo", "In secret the Kestrel Project flew its glider from Marsh Airfield.")]
+
+
+@pytest.mark.parametrize("mode", ["graph", "concept"])
+def test_a_relation_read_from_a_hidden_document_does_not_lead_a_scoped_walk(minilm, mode, monkeypatch):
+    """Only a secret memo relates the Kestrel Project to Marsh Airfield (and mentions both). An
+    unrestricted walk reads that relation; a public caller's walk from the lists leaves it out, and
+    the related concept with it: the same walk, chunk by chunk, as in a store that never held the
+    memo, and as the walk over the edges each checked against the scope (a store without lists)."""
+    question = "Where did the Kestrel Project fly its glider?"
+    extractor = _MemoExtractor(relate=True)
+
+    def walked(store, **options):
+        found = make_retriever(mode, store, embedder=minilm, **options).search(question, k=3).documents
+        return [(d.id, [(p.chunk_id, round(p.score, 9)) for p in d.provenance if p.channel == "graph"]) for d in found]
+
+    with SurrealStore("mem://") as both, SurrealStore("mem://") as alone:
+        _ingest(both, minilm, extractor, _docs(MEMO_PUBLIC) + _docs(MEMO_HIDDEN, access=("secret",)))
+        _ingest(alone, minilm, extractor, _docs(MEMO_PUBLIC))
+        answers: list[dict] = []
+        query_many = both.query_many
+
+        def recorded(steps):
+            results = query_many(steps)
+            answers.extend(result[-1] for (name, _, _), result in zip(steps, results) if name == "graph_subgraph")
+            return results
+
+        monkeypatch.setattr(both, "query_many", recorded)
+        assert "memo" in {doc for doc, _ in walked(both)}
+        assert {(a, b) for answer in answers for a, b, _ in answer["relations"]} == {("kestrel project", "marsh airfield")}
+        answers.clear()
+        public = walked(both, access=["public"])
+        assert answers and all(answer["relations"] for answer in answers)  # read from the lists, then left out
+        assert public == walked(alone, access=["public"])
+        assert any(paths for _, paths in public)
+        meta = both.query("store_meta")[-1]
+        both.query("store_meta_write", {"meta": {**meta, "schema_version": 6}})
+        assert walked(both, access=["public"]) == public
