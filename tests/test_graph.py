@@ -465,8 +465,11 @@ def test_a_name_only_hidden_documents_mention_does_not_choose_the_callers_names(
         assert any("new york times" in names for _, _, names in everyone)  # the hidden name would win
         public = Scope(access=["public"]).compile()
         ids = [RecordID("concept", name) for name in ("new york", "new york times", "central park")]
-        rows = both.query("graph_names_scoped", {"ids": ids, **public.params}, edges=NAME_EDGES, filter=public)[-1]
-        assert {str(r["id"].id): r["titled"] for r in rows} == {"new york": False, "central park": True}
+        for max_df, chunks in ((2, {"new york": 2, "central park": 1}), (1, {"new york": 0, "central park": 1})):
+            rows = both.query("graph_names_scoped", {"ids": ids, "max_df": max_df, **public.params}, edges=NAME_EDGES, filter=public)[-1]
+            assert {str(r["id"].id): r["titled"] for r in rows} == {"new york": False, "central park": True}
+            # the edges inside the scope come only with a name the walk may start from
+            assert {str(r["id"].id): len(r.get("chunks") or []) for r in rows} == chunks
         for mode in ("graph", "concept", "hybrid"):
             seen = _seen(both, minilm, mode, access=["public"])
             assert seen == _seen(alone, minilm, mode, access=["public"]), mode

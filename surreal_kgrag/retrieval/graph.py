@@ -68,12 +68,12 @@ class GraphRetriever(FusedRetriever):
         chunk_total = totals.scope
         candidates = self._candidates(request)
         pool = Pool(request, candidates, threshold=config.threshold, dense=self._dense)
-        beside = (names_query(request, question.spans),)
+        beside = (names_query(request, question.spans, config.max_df),)
         (name_rows,), text, named_docs = yield from self._lexical(request, question, totals, candidates, beside)
         names = yield Compute(partial(self._names, question.spans, name_rows, chunk_total), ANALYZE)
         pool.unread = [doc for doc, _, _ in named_docs]  # their passages come from the first subgraph's KNN
         yield from self.embedded(request)  # the queries before need no vector: they ran while it was computed
-        in_scope = {str(row["id"].id): row["chunks"] for row in name_rows if "chunks" in row}  # graph_names_scoped's
+        in_scope = {str(row["id"].id): row["chunks"] for row in name_rows if row.get("chunks") is not None}  # graph_names_scoped's
         while pool.size is not None:
             query = yield from self._subgraph(request, names, in_scope, text, pool)
             out = listed((yield query)[-1], config)
@@ -252,15 +252,16 @@ def listed(out: dict[str, Any], config: GraphConfig) -> dict[str, Any]:
     }
 
 
-def names_query(request: Request, spans: list[phrases.Span]) -> Query:
+def names_query(request: Request, spans: list[phrases.Span], max_df: int) -> Query:
     """The lookup of the question's candidate names among the stored concepts: ``graph_names.surql``
     for a caller who may read everything, ``graph_names_scoped.surql`` (a name counts only through
-    its chunks inside the scope) for any other."""
+    its chunks inside the scope, which come with a name in at most ``max_df`` chunks) for any other."""
     ids = [concept_id(name) for name in phrases.names(spans)]
     if not request.filter.condition:
         return Query("graph_names", {"ids": ids})
     placeholders: dict[str, int | CompiledFilter] = {"edges": NAME_EDGES, "filter": request.filter}
-    return Query("graph_names_scoped", {"ids": ids, **request.filter.params}, placeholders)
+    params = {"ids": ids, "max_df": max_df, **request.filter.params}
+    return Query("graph_names_scoped", params, placeholders)
 
 
 def question_concepts(
