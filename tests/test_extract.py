@@ -307,6 +307,21 @@ def test_metadata_concepts():
         MetadataConceptExtractor(fields="title")
 
 
+def test_a_documents_metadata_gives_at_most_max_concepts(caplog):
+    """The first names, in field then value order, a name met again still counted; the rest logged."""
+    doc = SourceDocument(key="tagged", text="body", source="s", title="Tag Cloud (list)",
+                         metadata={"tags": ["tag 1", "Tag 1", *(f"tag {i}" for i in range(2, 20_000))]})
+    with caplog.at_level("WARNING", logger="surreal_kgrag.extract.metadata"):
+        mentions = MetadataConceptExtractor(max_concepts=4).extract_document(doc)
+    assert [(m.kind, m.count) for m in mentions] == [("metadata:title", 1), ("metadata:alias", 1), ("metadata:tags", 2), ("metadata:tags", 1)]
+    assert [m.name for m in mentions[1:]] == ["tag cloud", "tag 1", "tag 2"]
+    assert "'tagged': 19997 metadata values past the first 4" in caplog.text
+    assert len(MetadataConceptExtractor().extract_document(doc)) == 64
+    for bad in (-1, True, "8"):
+        with pytest.raises(ConfigurationError, match="max_concepts"):
+            MetadataConceptExtractor(max_concepts=bad)  # type: ignore[arg-type]
+
+
 def test_metadata_title_falls_back_to_metadata():
     doc = SourceDocument(key="k", text="", source="s", metadata={"title": "Katy Lied"})
     assert [m.name for m in MetadataConceptExtractor(["title"]).extract_document(doc)] == ["katy lied"]

@@ -52,5 +52,11 @@ class Collector:
         else:
             item.count += count
 
+    def __len__(self) -> int:
+        return len(self._found)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._found
+
     def mentions(self) -> list[ConceptMention]:
         return [ConceptMention(name=n, display=f.display, kind=f.kind, count=f.count) for n, f in self._found.items()]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..chunking import SentenceChunker
+from ..extract.metadata import MAX_METADATA_CONCEPTS
 from ..schema import IndexSettings
 
 
@@ -17,6 +18,13 @@ class IngestConfig(BaseModel):
     metadata_concepts: tuple[str, ...] = Field(
         ("title", "author", "tags", "keywords"),
         description="document fields (title or metadata keys) whose values become concepts linked to every chunk",
+    )
+    max_metadata_concepts: int = Field(
+        MAX_METADATA_CONCEPTS,
+        ge=0,
+        le=10_000,
+        description="most concepts one document's metadata_concepts give (the first; the rest are logged and left out, "
+        "the metadata is stored whole): each is linked to every chunk of the document",
     )
     batch_size: int = Field(64, ge=1, description="documents run through the models together (at most)")
     batch_chunks: int = Field(256, ge=1, description="chunks run through the models together (at most; a longer document goes alone)")

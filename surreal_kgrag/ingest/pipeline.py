@@ -61,7 +61,7 @@ class Ingestor:
         self.embedder = resolve_embedder(embedder)
         self.extractor = resolve_extractor(extractor)
         self.config = config or IngestConfig()
-        self._metadata_extractor = MetadataConceptExtractor(self.config.metadata_concepts)
+        self._metadata_extractor = MetadataConceptExtractor(self.config.metadata_concepts, self.config.max_metadata_concepts)
         self._schema_ready = False
 
     # -- public API ------------------------------------------------------------------------------
