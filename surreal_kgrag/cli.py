@@ -172,11 +172,15 @@ def cmd_query(args: argparse.Namespace) -> int:
     if not lines:
         lines.append("no results")
     lines.append(f"({result.timings.describe()}; the first load of the models included)")
+    emit(args, result, "\n".join(lines))
     if args.graph:
         from .graph_view import write_graph
 
-        print(f"graph view written to {write_graph(result, args.graph)}", file=sys.stderr)
-    emit(args, result, "\n".join(lines))
+        try:
+            print(f"graph view written to {write_graph(result, args.graph)}", file=sys.stderr)
+        except OSError as error:
+            print(f"error: the graph view could not be written to {args.graph}: {error.strerror or error}", file=sys.stderr)
+            return EXIT_FAILED
     return EXIT_OK
 
 

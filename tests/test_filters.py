@@ -126,6 +126,8 @@ def _nested(depth: int) -> dict:
         (_nested(1000), "nested more than 12 levels"),
         ({"$or": [{f"key{i}": i} for i in range(10_000)]}, "more than 1,000 keys and list items"),
         ({"year": {"$in": list(range(5_000))}}, "more than 1,000 keys and list items"),
+        ({"team": "y" * 1_000_001}, "more than 1,000,000 characters of text"),
+        ({"$or": [{"k" * 2_000: "v" * 3_000}] * 250}, "more than 1,000,000 characters of text"),
     ],
 )
 def test_filter_depth_and_size_are_filter_errors(search, spec, problem):
@@ -137,6 +139,7 @@ def test_filter_depth_and_size_are_filter_errors(search, spec, problem):
             attempt(spec)
     assert search(_nested(11)) == {"b", "c", "d"}  # 11 $not around one condition: 12 levels, the most allowed
     assert search({"$or": [{"year": 1999}, *({f"k{i}": i} for i in range(498))]}) == {"c"}  # 997 items: allowed
+    assert search({"$or": [{"year": 1999}, {"team": "y" * 999_000}]}) == {"c"}  # within the characters allowed
 
 
 def test_a_deep_filter_is_a_clear_error_for_the_cli_and_the_tools(search, capsys, minilm):
@@ -149,6 +152,9 @@ def test_a_deep_filter_is_a_clear_error_for_the_cli_and_the_tools(search, capsys
     assert main(["query", "archive", "--db", "mem://", "--filter", deep]) != 0
     captured = capsys.readouterr()
     assert "nested too deeply" in captured.err and "Traceback" not in captured.err
+    assert main(["query", "archive", "--db", "mem://", "--filter", '{"year": ' + "9" * 5_000 + "}"]) != 0
+    captured = capsys.readouterr()
+    assert "--filter cannot be read as JSON: Exceeds the limit (4300 digits)" in captured.err and "Traceback" not in captured.err
     tools = ToolDispatcher(search.retriever.store, embedder=minilm)
     error = json.loads(tools.call("search_chunks", '{"query": "archive", "filters": ' + deep + "}"))["error"]
     assert error["type"] == "invalid_arguments" and "nested too deeply" in error["message"]

@@ -137,6 +137,12 @@ def test_cli_query_writes_the_graph(tmp_path, minilm, spacy_extractor, capsys):
     page = out.read_text(encoding="utf-8")
     data = json.loads(page.split('id="graph-data">', 1)[1].split("</script>", 1)[0])
     assert data["mode"] == "concept" and len([n for n in data["nodes"] if n["kind"] == "document"]) == 2
+    # a path it cannot write: the results are printed, then the error, with no traceback
+    missing = tmp_path / "no such folder" / "out.html"
+    assert main(["query", QUESTION, "--db", url, "--mode", "concept", "-k", "2", "--graph", str(missing)]) == 1
+    captured = capsys.readouterr()
+    assert "the graph view could not be written to" in captured.err and "Traceback" not in captured.err
+    assert captured.out.count("\n") > 2  # the results came first
 
 
 def test_markup_in_chunk_text_cannot_open_an_escape_in_the_data_block():

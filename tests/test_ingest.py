@@ -16,6 +16,7 @@ from surrealdb import RecordID
 from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore, get_stats
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.cli import main as cli_main
+from surreal_kgrag.errors import ConfigurationError
 from surreal_kgrag.ingest import IngestInterrupted
 from surreal_kgrag.llm import ReadonlyLimits, run_readonly_query
 
@@ -144,6 +145,25 @@ def test_hostile_strings_are_stored_verbatim(ingestor, store):
     assert stored["metadata"] == metadata and "editor" in stored["metadata"]  # a NONE field would be gone
     assert stored["chunks"][0]["content"] == hostile_text
     assert _counts(store)[:2] == (1, 1)  # nothing was executed
+
+
+def test_a_long_tag_list_is_stored_whole_and_gives_a_bounded_number_of_concepts(store, minilm, spacy_extractor):
+    """Every metadata concept is linked to every chunk: 20,000 tags on a many-chunk document give the
+    first max_metadata_concepts concepts, not 20,000 edges a chunk; the metadata is stored whole."""
+    tags = [f"label {i}" for i in range(20_000)]
+    text = " ".join(f"Station {i} recorded rain in the valley on day {i}." for i in range(60))
+    config = IngestConfig(chunker=SentenceChunker(max_tokens=24, overlap_tokens=0), max_metadata_concepts=5)
+    summary = Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=config).ingest(
+        [SourceDocument(key="weather", text=text, source="w", metadata={"tags": tags})]
+    )
+    assert summary.added == 1, summary.failures
+    stored = _document(store, "weather")
+    assert stored["metadata"]["tags"] == tags and stored["chunk_count"] > 10
+    linked = _concepts(store, *tags[:10])
+    assert sorted(linked) == tags[:5]  # no document title here: the first five tags
+    assert all(row["df"] == 1 for row in linked.values())
+    edges = store.query("mention_edges")[-1]
+    assert sum(str(e["out"].id) in linked for e in edges) == 5 * stored["chunk_count"]
 
 
 def test_bad_inputs_are_reported_and_the_batch_goes_on(ingestor, store, tmp_path):
@@ -540,3 +560,19 @@ def test_concept_chunk_counts_follow_writes_bridges_updates_and_deletes(store, m
     # Counting from scratch (the schema 4 -> 5 migration) agrees with the running counts.
     store.query("migrate_v4_concept_chunks")
     assert _chunk_counts(store) == after
+
+
+def test_a_search_of_a_store_nothing_was_ingested_into_finds_nothing(store, minilm, spacy_extractor):
+    """Every mode answers no documents (it raised "the table 'chunk' does not exist"); the same
+    retrievers find the documents once they are ingested."""
+    from surreal_kgrag import make_retriever
+
+    retrievers = {mode: make_retriever(mode, store, embedder=minilm) for mode in ("chunk", "concept", "hybrid", "graph")}
+    for mode, retriever in retrievers.items():
+        result = retriever.search("Who named polonium?", k=3)
+        assert result.documents == [] and result.mode == mode
+    with pytest.raises(ConfigurationError, match="k"):
+        retrievers["chunk"].search("Who named polonium?", k=10**9)  # bad input is still an error
+    Ingestor(store, embedder=minilm, extractor=spacy_extractor).ingest(EXAMPLES)
+    for mode, retriever in retrievers.items():
+        assert "polonium" in retriever.search("Who named polonium?", k=3).documents[0].id, mode

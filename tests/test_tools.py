@@ -309,6 +309,8 @@ def test_unknown_concept_and_document_are_not_found_with_suggestions(tools):
         (None, {}, "unknown_tool", "no tool named None"),
         ("search_chunks", '{"query": "x", "k": 3', "invalid_arguments", "not valid JSON"),
         ("search_chunks", "[1, 2]", "invalid_arguments", "must be a JSON object, got list"),
+        ("search_chunks", '{"query": "x", "k": ' + "9" * 5000 + "}", "invalid_arguments", "cannot be read as JSON"),
+        ("search_chunks", b'{"query": "\xff"}', "invalid_arguments", "cannot be read as JSON"),
         ("search_chunks", '"just a string"', "invalid_arguments", "must be a JSON object, got str"),
         ("search_chunks", None, "invalid_arguments", "query: Field required"),
         ("search_chunks", '{"query": "x", "k": true}', "invalid_arguments", "k: Input should be a valid integer"),

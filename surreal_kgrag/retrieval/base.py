@@ -21,7 +21,7 @@ from ..errors import ConfigurationError
 from ..surql import CompiledFilter
 from . import plan as plans
 from .config import RetrieverConfig
-from .plan import Call, Plan, Start, Wait
+from .plan import Call, Plan, Query, Start, Wait
 from .results import EMBED, RERANK, RetrievalResult, RetrievedDocument, Timings
 from .scope import Scope
 
@@ -120,6 +120,7 @@ class BaseRetriever:
         )
         self._embeddings = LRU()
         self._dense = LRU(256)  # filters found to hold more documents than a search counts (Pool)
+        self._store_ready = threading.Event()  # set once the store has been seen to hold a schema
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(store={self.store!r}, k={self.config.k})"
@@ -191,6 +192,10 @@ class BaseRetriever:
         """The search as a plan (see :mod:`surreal_kgrag.retrieval.plan`), for callers that drive
         it themselves, such as the agent tools."""
         request = yield from self.prepare(query, k=k, filters=filters, embedding=embedding, scope=scope)
+        if not self._store_ready.is_set():  # a store nothing was ingested into yet has no tables to read
+            if not (yield Query("store_meta"))[-1]:
+                return RetrievalResult(query=query, mode=self.mode, documents=[])
+            self._store_ready.set()
         documents = yield from self._plan(request)
         if self.reranker is not None and documents:
             documents = yield from self._rerank(request, documents)
@@ -215,6 +220,8 @@ class BaseRetriever:
         narrowed = self.scope.narrow(scope)
         compiled = narrowed.restrict(filters)
         started = None
+        if embedding is not None:
+            embedding = _checked_embedding(embedding, getattr(self.embedder, "dimension", None))
         if embedding is None:
             embedding = self._embeddings.lookup(query)
         if embedding is None:
@@ -307,6 +314,23 @@ def _check_query(query: Any, max_chars: int) -> None:
             f"the query holds {query[error.start]!r} at character {error.start}, which is not valid Unicode text "
             "(a lone surrogate); fix the text"
         ) from None
+
+
+def _checked_embedding(embedding: Any, dimension: int | None) -> list[float]:
+    """A caller's query embedding as floats, checked before it reaches a query: finite numbers, as
+    many as the embedder's dimension."""
+    size = len(embedding) if hasattr(embedding, "__len__") and not isinstance(embedding, (str, bytes)) else None
+    if size is None or (dimension is not None and size != dimension) or size == 0:
+        expected = f"{dimension} numbers" if dimension is not None else "a non-empty list of numbers"
+        got = f"{size:,} values" if size is not None else type(embedding).__name__
+        raise ConfigurationError(f"the query embedding must be {expected} (the embedder's dimension), got {got}")
+    try:
+        vector = np.asarray(embedding, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ConfigurationError("the query embedding must be a list of numbers; it holds something else") from None
+    if vector.ndim != 1 or not np.isfinite(vector).all():
+        raise ConfigurationError("the query embedding must be a flat list of finite numbers (no NaN or infinity)")
+    return _as_list(vector)
 
 
 def _as_list(vector: np.ndarray) -> list[float]:

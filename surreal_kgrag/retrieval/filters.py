@@ -55,6 +55,9 @@ _MAX_KEY = 256
 #: A filter nests dicts and lists at most this deep, and holds at most this many keys and list items.
 MAX_FILTER_DEPTH = 12
 MAX_FILTER_ITEMS = 1_000
+#: Most characters of text (keys and string values together) one filter holds: each is copied into
+#: the request several times over on its way to the engine.
+MAX_FILTER_CHARS = 1_000_000
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$")
 
 
@@ -139,6 +142,8 @@ class _Compiler:
         if op in ("$eq", "$ne"):
             if value is None:  # metadata: a stored null; a document field: no value
                 return f"{p} {_COMPARISONS[op]} {'NULL' if path.kind is None else 'NONE'}"
+            if isinstance(value, (list, tuple)) and not value and path.kind is None:  # an empty list in metadata
+                return f"{p} {_COMPARISONS[op]} []"
             return self.equality(path, key, op, _COMPARISONS[op], value)
         if op in ("$in", "$nin"):
             values = [self.equatable(path, key, op, item) for item in _non_empty_list(key, op, value)]
@@ -195,17 +200,22 @@ def _join(parts: list[str], operator: str) -> str:
 
 def check_filter_size(spec: Any, what: str = "filter") -> None:
     """Refuse a filter nested deeper than :data:`MAX_FILTER_DEPTH` or holding more than
-    :data:`MAX_FILTER_ITEMS` keys and list items, with a :class:`FilterError` (walked without
-    recursion, so no depth raises ``RecursionError``)."""
+    :data:`MAX_FILTER_ITEMS` keys and list items or :data:`MAX_FILTER_CHARS` characters of text,
+    with a :class:`FilterError` (walked without recursion, so no depth raises ``RecursionError``)."""
     stack: list[tuple[Any, int]] = [(spec, 1)]
-    items = 0
+    items = chars = 0
     while stack:
         node, depth = stack.pop()
         if isinstance(node, Mapping):
             children = list(node.values())
+            chars += sum(len(key) for key in node if isinstance(key, str))
         elif isinstance(node, (list, tuple, set, frozenset)):
             children = list(node)
         else:
+            chars += len(node) if isinstance(node, str) else 0
+        if chars > MAX_FILTER_CHARS:
+            raise FilterError(f"the {what} holds more than {MAX_FILTER_CHARS:,} characters of text: narrow it")
+        if not isinstance(node, (Mapping, list, tuple, set, frozenset)):
             continue
         if depth > MAX_FILTER_DEPTH:
             raise FilterError(f"the {what} is nested more than {MAX_FILTER_DEPTH} levels deep: flatten it ($and/$or take lists)")

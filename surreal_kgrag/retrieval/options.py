@@ -24,6 +24,8 @@ def filter_spec(text: str) -> dict[str, Any]:
         raise argparse.ArgumentTypeError(
             f"must be a JSON object, e.g. '{{\"metadata.year\": {{\"$gte\": 2000}}}}' ({error})"
         ) from error
+    except ValueError as error:  # an integer of more than 4,300 digits
+        raise argparse.ArgumentTypeError(f"cannot be read as JSON: {str(error).split(';')[0]}") from None
     if not isinstance(spec, dict):
         raise argparse.ArgumentTypeError("must be a JSON object")
     return spec

@@ -128,6 +128,9 @@ class ToolDispatcher:
                     "send a JSON object",
                     {"position": error.pos},
                 ) from error
+            except ValueError as error:  # bytes that are not UTF-8, an integer of more than 4,300 digits
+                reason = str(error).split(";")[0]
+                raise InvalidArgumentsError(f"the arguments for {name} cannot be read as JSON: {reason}; send a JSON object", {}) from None
         if not isinstance(arguments, Mapping):
             raise InvalidArgumentsError(
                 f"the arguments for {name} must be a JSON object, got {type(arguments).__name__}", {}
