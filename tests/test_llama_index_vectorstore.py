@@ -176,3 +176,30 @@ def test_index_inserts_deletes_and_clears(minilm, spacy_extractor):
         assert {n.node.ref_doc_id for n in index.as_retriever(similarity_top_k=5).retrieve("honey")} == {"owls"}
         vector_store.clear()
         assert index.as_retriever(similarity_top_k=5).retrieve("honey") == []
+
+
+def test_not_and_is_empty_match_llama_index_s_own_filter_function(minilm, spacy_extractor):
+    """NOT matches the nodes none of its filters match, IS_EMPTY a missing key, null, "" or []:
+    the same nodes as llama_index.core's reference (build_metadata_filter_fn, SimpleVectorStore)."""
+    from llama_index.core.vector_stores.utils import build_metadata_filter_fn
+
+    metadata = {
+        "n1": {"author": "Alice", "year": 2005, "tags": ["a"], "note": "x"},
+        "n2": {"author": "Bob", "year": 2005, "tags": [], "note": ""},
+        "n3": {"author": "Alice", "year": 1999, "note": None},
+        "n4": {"author": "Carol", "year": 2010, "tags": ["b", "c"]},
+    }
+    eq = FilterOperator.EQ
+    cases = [
+        MetadataFilters(filters=[MetadataFilter(key="author", value="Alice"), MetadataFilter(key="year", value=2005)], condition=FilterCondition.NOT),
+        MetadataFilters(filters=[MetadataFilter(key="author", value="Alice", operator=eq)], condition=FilterCondition.NOT),
+        *(MetadataFilters(filters=[MetadataFilter(key=key, value=None, operator=FilterOperator.IS_EMPTY)]) for key in ("tags", "note", "missing")),
+    ]
+    with SurrealStore("mem://") as store:
+        vector_store = SurrealKGVectorStore(store=store, embedder=minilm, extractor=spacy_extractor)
+        vector_store.add([TextNode(id_=key, text=f"Note {key} on river towns and their bridges.", metadata=meta) for key, meta in metadata.items()])
+        embedding = vector_store.embed_model.get_query_embedding("river towns")
+        for filters in cases:
+            found = vector_store.query(VectorStoreQuery(query_embedding=embedding, similarity_top_k=10, filters=filters)).ids
+            expected = build_metadata_filter_fn(metadata.__getitem__, filters)
+            assert sorted(found) == [key for key in metadata if expected(key)], filters

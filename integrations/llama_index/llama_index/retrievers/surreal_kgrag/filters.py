@@ -50,8 +50,8 @@ def _group(filters: MetadataFilters, depth: int) -> dict[str, Any]:
     parts = [_group(item, depth + 1) if isinstance(item, MetadataFilters) else _one(item) for item in filters.filters]
     condition = filters.condition or FilterCondition.AND
     if condition == FilterCondition.NOT:
-        # LlamaIndex's NOT negates the AND of its filters.
-        return {"$not": parts[0] if len(parts) == 1 else {"$and": parts}}
+        # LlamaIndex's NOT matches when none of its filters match (llama_index.core's build_metadata_filter_fn).
+        return {"$not": parts[0] if len(parts) == 1 else {"$or": parts}}
     if len(parts) == 1:
         return parts[0]
     return {"$or" if condition == FilterCondition.OR else "$and": parts}
@@ -70,7 +70,8 @@ def _one(item: MetadataFilter | ExactMatchFilter) -> dict[str, Any]:
         parts = [{key: {"$contains": v}} for v in values]
         return {"$or" if operator == FilterOperator.ANY else "$and": parts}
     if operator == FilterOperator.IS_EMPTY:
-        return {"$or": [{key: {"$exists": False}}, {key: {"$eq": None}}]}
+        # missing, null, "" or [] (as llama_index.core's build_metadata_filter_fn)
+        return {"$or": [{key: {"$exists": False}}, {key: {"$eq": None}}, {key: {"$eq": ""}}, {key: {"$eq": []}}]}
     raise UnsupportedFilterError(
         f"the {operator.name} filter on {item.key!r} is not supported by surreal-kgrag: use EQ, NE, GT, GTE, LT, LTE, "
         "IN, NIN, CONTAINS, ANY, ALL or IS_EMPTY (full-text search over chunk text is the hybrid retriever's job)"
