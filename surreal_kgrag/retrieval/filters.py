@@ -206,16 +206,17 @@ def check_filter_size(spec: Any, what: str = "filter") -> None:
     items = chars = 0
     while stack:
         node, depth = stack.pop()
+        children: list[Any] | None = None
         if isinstance(node, Mapping):
             children = list(node.values())
             chars += sum(len(key) for key in node if isinstance(key, str))
         elif isinstance(node, (list, tuple, set, frozenset)):
             children = list(node)
-        else:
-            chars += len(node) if isinstance(node, str) else 0
+        elif isinstance(node, str):
+            chars += len(node)
         if chars > MAX_FILTER_CHARS:
             raise FilterError(f"the {what} holds more than {MAX_FILTER_CHARS:,} characters of text: narrow it")
-        if not isinstance(node, (Mapping, list, tuple, set, frozenset)):
+        if children is None:
             continue
         if depth > MAX_FILTER_DEPTH:
             raise FilterError(f"the {what} is nested more than {MAX_FILTER_DEPTH} levels deep: flatten it ($and/$or take lists)")
