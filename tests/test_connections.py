@@ -88,7 +88,7 @@ async def test_a_cancelled_async_query_holds_its_lease_until_the_engine_is_done(
     run = EmbeddedConnection.run
 
     def slow(connection: EmbeddedConnection, job: tuple) -> list:
-        if job[0] == "schema_version":
+        if job[0] == "count_documents":
             started.set()
             finish.wait(10)
         return run(connection, job)
@@ -97,7 +97,7 @@ async def test_a_cancelled_async_query_holds_its_lease_until_the_engine_is_done(
         ensure_schema(store, dimension=4, embedder="e")
         catalog = store._conn().catalog
         monkeypatch.setattr(EmbeddedConnection, "run", slow)
-        task = asyncio.create_task(store.aquery("schema_version"))
+        task = asyncio.create_task(store.aquery("count_documents"))
         assert await asyncio.to_thread(started.wait, 10)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -421,7 +421,7 @@ async def test_a_scoped_framework_retriever_reads_the_store_figures_once(monkeyp
 
     langchain = LangChainRetriever.from_retriever(build(mode), k=3, access=["public"], filters={"tenant": "x"})
     llama_index = LlamaIndexRetriever.from_retriever(build(mode), similarity_top_k=3, access=["public"])
-    figures = {"schema_version", "count_documents", "count_chunks"}
+    figures = {"store_meta", "count_documents", "count_chunks"}
     for search, asearch in ((langchain.invoke, langchain.ainvoke), (llama_index.retrieve, llama_index.aretrieve)):
         sent = sent_steps(store)
         assert search("Marie Curie in Warsaw")

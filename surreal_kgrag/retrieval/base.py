@@ -8,6 +8,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, ClassVar
 
@@ -84,6 +85,14 @@ class LRU:
         return value
 
 
+@dataclass
+class Loaded:
+    """What a retriever reads once or now and then, in one object its narrowed copies share."""
+
+    schema: int = 0  # the store's schema version as last read (it only goes up; 0: no schema yet)
+    documents: tuple[int, float] | None = None  # documents in the store, and when they were counted
+
+
 class BaseRetriever:
     mode: ClassVar[str]
     config_class: ClassVar[type[RetrieverConfig]] = RetrieverConfig
@@ -120,7 +129,7 @@ class BaseRetriever:
         )
         self._embeddings = LRU()
         self._dense = LRU(256)  # filters found to hold more documents than a search counts (Pool)
-        self._store_ready = threading.Event()  # set once the store has been seen to hold a schema
+        self._loaded = Loaded()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(store={self.store!r}, k={self.config.k})"
@@ -192,14 +201,22 @@ class BaseRetriever:
         """The search as a plan (see :mod:`surreal_kgrag.retrieval.plan`), for callers that drive
         it themselves, such as the agent tools."""
         request = yield from self.prepare(query, k=k, filters=filters, embedding=embedding, scope=scope)
-        if not self._store_ready.is_set():  # a store nothing was ingested into yet has no tables to read
-            if not (yield Query("store_meta"))[-1]:
-                return RetrievalResult(query=query, mode=self.mode, documents=[])
-            self._store_ready.set()
+        if not (yield from self._schema_since(1)):  # a store nothing was ingested into yet has no tables to read
+            return RetrievalResult(query=query, mode=self.mode, documents=[])
         documents = yield from self._plan(request)
         if self.reranker is not None and documents:
             documents = yield from self._rerank(request, documents)
         return RetrievalResult(query=query, mode=self.mode, documents=documents[: request.k])
+
+    def _schema_since(self, version: int) -> Plan[bool]:
+        """Whether the store is at schema ``version`` or later (1: it has a schema at all). A store
+        nothing was ingested into, or written by an older version, is asked again on the next
+        search, until an ingest or ``ensure_schema`` brings it up to date; once it is, never again."""
+        if self._loaded.schema < version:
+            meta = (yield Query("store_meta"))[-1]  # NONE, not an error, before the schema exists
+            found = meta.get("schema_version") if isinstance(meta, dict) else None
+            self._loaded.schema = found if isinstance(found, int) else 0
+        return self._loaded.schema >= version
 
     # -- request preparation ---------------------------------------------------------------------
 

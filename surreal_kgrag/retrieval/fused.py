@@ -9,7 +9,6 @@ import re
 import time
 from collections import defaultdict
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, ClassVar, NamedTuple
 
@@ -36,14 +35,6 @@ class ChunkTotals(NamedTuple):
     store: int
 
 
-@dataclass
-class Loaded:
-    """What a retriever reads once or now and then, in one object its narrowed copies share."""
-
-    schema: int = 0  # the store's schema version as last read (it only goes up)
-    documents: tuple[int, float] | None = None  # documents in the store, and when they were counted
-
-
 class FusedRetriever(BaseRetriever):
     """The template of the modes whose channels are fused into one ranking: their shared queries
     (BM25, the documents the question names), counts, fusion and hydration."""
@@ -58,7 +49,6 @@ class FusedRetriever(BaseRetriever):
         # retriever is a shallow copy (BaseRetriever.narrowed) and shares them with its original.
         # Chunks in each scope searched, and in the store: (ChunkTotals, when counted).
         self._chunk_totals = LRU(64)
-        self._loaded = Loaded()
 
     def _chunk_total(self, request: Request) -> Plan[ChunkTotals]:
         """Chunks in the request's scope and in the store, counted again now and then as the store grows."""
@@ -83,16 +73,6 @@ class FusedRetriever(BaseRetriever):
 
     def _uses_documents(self) -> bool:
         return self.config.weights["document"] > 0
-
-    def _schema_since(self, version: int) -> Plan[bool]:
-        """Whether the store is at schema ``version`` or later. A store written by an older version
-        is read the old way, and asked again, until an ingest or ``ensure_schema`` brings it up to
-        date; once it is, it is not asked again."""
-        schema = self._loaded.schema
-        if schema < version:
-            found = (yield Query("schema_version"))[-1]
-            schema = self._loaded.schema = found if isinstance(found, int) else 0
-        return schema >= version
 
     def _name_lookup(self, request: Request, spans: list[phrases.Span], periods: list[str]) -> Plan[Query]:
         """The query of the documents the question names (``document_names.surql``)."""
