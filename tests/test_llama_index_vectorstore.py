@@ -203,3 +203,55 @@ def test_not_and_is_empty_match_llama_index_s_own_filter_function(minilm, spacy_
             found = vector_store.query(VectorStoreQuery(query_embedding=embedding, similarity_top_k=10, filters=filters)).ids
             expected = build_metadata_filter_fn(metadata.__getitem__, filters)
             assert sorted(found) == [key for key in metadata if expected(key)], filters
+
+
+def test_nodes_the_vector_store_wrote_read_back_clean_through_the_kg_retriever(minilm, spacy_extractor):
+    """The knowledge-graph retrievers read the same documents: a chunk of a node the vector store
+    wrote carries the node's own metadata, not LlamaIndex's serialised copy of the node, keeps what
+    the node kept out of the LLM's text out of it, and has the node's source document as its own."""
+    from llama_index.core.schema import MetadataMode
+    from llama_index.retrievers.surreal_kgrag import SurrealKGRetriever
+
+    facts = {
+        "owls": "Owls hunt small mammals at night. Their soft feathers let them fly silently over fields.",
+        "bees": "Bees collect nectar from flowers and make honey in their hives through the summer.",
+        "ants": "Ants build large colonies underground and farm aphids for their sweet honeydew.",
+    }
+    with SurrealStore("mem://") as store:
+        vector_store = SurrealKGVectorStore(store=store, embedder=minilm, extractor=spacy_extractor)
+        nodes = [
+            TextNode(
+                id_=f"{name}-node",
+                text=text,
+                metadata={"kind": name, "reviewer": "Ines Ortega"},
+                excluded_llm_metadata_keys=["reviewer"],
+                relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=f"field-guide:{name}")},
+            )
+            for name, text in facts.items()
+        ]
+        vector_store.add(nodes)
+        for mode in ("chunk", "hybrid"):
+            core = make_retriever(mode, store, embedder=minilm)
+            hits = SurrealKGRetriever.from_retriever(core, similarity_top_k=3).retrieve("Which insect makes honey?")
+            assert len(hits) == 3 and hits[0].node.metadata["kind"] == "bees", mode
+            for hit in hits:
+                node, kind = hit.node, hit.node.metadata["kind"]
+                assert not {"_node_content", "_node_type"} & set(node.metadata), (mode, node.metadata)
+                assert node.ref_doc_id == f"field-guide:{kind}" and node.metadata["document_id"] == f"{kind}-node"
+                llm_text = node.get_content(metadata_mode=MetadataMode.LLM)
+                assert f"kind: {kind}" in llm_text and facts[kind] in llm_text
+                assert "Ines Ortega" not in llm_text and "ref_doc_id" not in llm_text and "_node" not in llm_text, llm_text
+
+
+def test_a_node_embedded_by_another_model_is_refused_before_anything_is_written(minilm, spacy_extractor):
+    """A node whose embedding has another dimension than the store's model was embedded by another
+    model: the index's queries would not match the store's vectors, so the insert fails, naming it."""
+    with SurrealStore("mem://") as store:
+        vector_store = SurrealKGVectorStore(store=store, embedder=minilm, extractor=spacy_extractor)
+        ours = TextNode(id_="ours", text="Glaciers carve valleys.", embedding=minilm.embed_query("Glaciers carve valleys."))
+        other = TextNode(id_="other", text="Rivers cut canyons.", embedding=[0.1] * 1536)
+        with pytest.raises(ValueError, match=r"'other' has an embedding of 1536 numbers.*384.*embed_model=vector_store.embed_model"):
+            vector_store.add([ours, other])
+        assert vector_store.get_nodes(["ours", "other"]) == []
+        assert vector_store.add([ours]) == ["ours"]
+        assert vector_store.get_nodes(["ours"])[0].get_content() == "Glaciers carve valleys."

@@ -8,6 +8,7 @@ and the ``similarity_top_k`` best of those chunks by score come back, best first
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -37,6 +38,12 @@ from .filters import to_core_filter
 DEFAULT_TOP_K = 4
 
 BOOKKEEPING_KEYS = ["document_id", "document_score", "chunk_index", "concepts", "mode"]
+# What a LlamaIndex vector store writes beside a node's metadata to rebuild the node
+# (``node_to_metadata_dict``), as SurrealKGVectorStore does: the node serialised again and its type
+# are left out of a retrieved chunk's metadata; the ids of the document it came from are kept, out
+# of the text the LLM and embedders see.
+NODE_STORAGE_KEYS = frozenset({"_node_content", "_node_type"})
+NODE_SOURCE_KEYS = ["doc_id", "ref_doc_id"]
 
 
 class SurrealKGRetriever(BaseRetriever):
@@ -192,9 +199,12 @@ class SurrealKGRetriever(BaseRetriever):
 
 
 def chunk_node(doc: RetrievedDocument, chunk: ChunkHit, mode: str, chunk_count: int | None = None) -> TextNode:
-    """A ``TextNode`` for one retrieved chunk, related to its document and, when known, its neighbours."""
+    """A ``TextNode`` for one retrieved chunk, related to its document and, when known, its neighbours.
+    The chunk of a node a LlamaIndex vector store wrote has that node's metadata and, as its source,
+    the node's source document (``ref_doc_id``), as the vector store's own queries return it."""
+    written = "_node_content" in doc.metadata
     metadata = {
-        **doc.metadata,
+        **{key: value for key, value in doc.metadata.items() if key not in NODE_STORAGE_KEYS},
         "document_id": doc.id,
         "title": doc.title,
         "source": doc.source,
@@ -207,9 +217,11 @@ def chunk_node(doc: RetrievedDocument, chunk: ChunkHit, mode: str, chunk_count: 
         "concepts": [concept.name for concept in chunk.concepts],
         "mode": mode,
     }
+    excluded = _node_exclusions(doc.metadata["_node_content"]) if written else {}
+    source = str(doc.metadata["ref_doc_id"]) if written and doc.metadata.get("ref_doc_id") else doc.id
     relationships = {
         NodeRelationship.SOURCE: RelatedNodeInfo(
-            node_id=doc.id, node_type=ObjectType.DOCUMENT, metadata={"title": doc.title, "source": doc.source}
+            node_id=source, node_type=ObjectType.DOCUMENT, metadata={"title": doc.title, "source": doc.source}
         )
     }
     # Chunk ids are "<document key>::<hash12>::<index:05d>" and indexes run 0 .. chunk_count - 1.
@@ -223,6 +235,24 @@ def chunk_node(doc: RetrievedDocument, chunk: ChunkHit, mode: str, chunk_count: 
         text=chunk.content,
         metadata=metadata,
         relationships=relationships,
-        excluded_llm_metadata_keys=list(BOOKKEEPING_KEYS),
-        excluded_embed_metadata_keys=[*BOOKKEEPING_KEYS, "title", "source", "page_start", "page_end", "section"],
+        excluded_llm_metadata_keys=[*BOOKKEEPING_KEYS, *NODE_SOURCE_KEYS, *excluded.get("excluded_llm_metadata_keys", ())],
+        excluded_embed_metadata_keys=[
+            *BOOKKEEPING_KEYS, *NODE_SOURCE_KEYS, "title", "source", "page_start", "page_end", "section",
+            *excluded.get("excluded_embed_metadata_keys", ()),
+        ],
     )
+
+
+def _node_exclusions(content: Any) -> dict[str, list[str]]:
+    """The metadata keys the written node kept out of the LLM's and the embedder's text (its
+    serialised ``excluded_*_metadata_keys``); none when they cannot be read."""
+    try:
+        node = json.loads(content) if isinstance(content, str) else {}
+    except ValueError:
+        return {}
+    keys = ("excluded_llm_metadata_keys", "excluded_embed_metadata_keys")
+    return {
+        key: [str(name) for name in node[key]]
+        for key in keys
+        if isinstance(node, dict) and isinstance(node.get(key), list)
+    }

@@ -112,11 +112,13 @@ class SurrealKGVectorStore(BasePydanticVectorStore):
     # -- writes ----------------------------------------------------------------------------------
 
     def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
-        """Store each node as one document; returns the node ids."""
-        return self._texts.add(*_rows(nodes))
+        """Store each node as one document; returns the node ids. The store embeds each of a node's
+        chunks itself (with the store's model, its title in context); a node's ``embedding``, when
+        the index computed one, is checked against the store's dimension and not stored."""
+        return self._texts.add(*_rows(nodes, self._texts.embedder))
 
     async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
-        return await self._texts.aadd(*_rows(nodes))
+        return await self._texts.aadd(*_rows(nodes, self._texts.embedder))
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Delete every node of the source document ``ref_doc_id``."""
@@ -193,9 +195,15 @@ class CoreEmbedding(BaseEmbedding):
         return [[float(x) for x in row] for row in self._embedder.embed_documents(texts)]
 
 
-def _rows(nodes: Sequence[BaseNode]) -> tuple[list[str], list[dict[str, Any]], list[str]]:
+def _rows(nodes: Sequence[BaseNode], embedder: Embedder) -> tuple[list[str], list[dict[str, Any]], list[str]]:
     texts, metadatas, ids = [], [], []
     for node in nodes:
+        if node.embedding is not None and len(node.embedding) != embedder.dimension:
+            raise ValueError(
+                f"node {node.node_id!r} has an embedding of {len(node.embedding)} numbers, but this store embeds with "
+                f"{embedder.name} ({embedder.dimension} numbers), so the index's queries would not match its vectors: "
+                "build the index with embed_model=vector_store.embed_model"
+            )
         texts.append(node.get_content(metadata_mode=MetadataMode.NONE))
         metadatas.append(node_to_metadata_dict(node, remove_text=True, flat_metadata=False))
         ids.append(node.node_id)
