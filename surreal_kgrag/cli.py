@@ -215,7 +215,7 @@ def _add_loader_caps(ingest: argparse.ArgumentParser) -> None:
 
     ingest.add_argument(
         "--max-file-bytes", type=_byte_size, default=MAX_FILE_BYTES, metavar="SIZE",
-        help="larger files read whole (JSON, HTML, PDF, short text) are skipped unread; JSON Lines and long text, "
+        help="larger files read whole (JSON, HTML, PDF, Word, short text) are skipped unread; JSON Lines and long text, "
         f"read a line or a part at a time, may be larger; bytes, or with K, M or G (default: {MAX_FILE_BYTES >> 20}M)",
     )
     ingest.add_argument(

@@ -19,6 +19,7 @@ from .metadata import OPENING_CHARS, file_metadata, fitting_title
 from .options import PLAIN_TYPES, SUPPORTED_SUFFIXES, LoaderOptions, Result, grew_past, guarded
 from .pdf import pdf_document
 from .records import json_documents, jsonl_documents
+from .word import docx_document
 
 
 def load_entry(path: str | os.PathLike[str], options: LoaderOptions) -> Result:
@@ -208,6 +209,9 @@ def _read_file(path: Path, options: LoaderOptions) -> Result:
         return
     if suffix == ".pdf":
         yield pdf_document(path, data, resolved, max_pages=options.max_pdf_pages, max_chars=options.max_pdf_chars)
+        return
+    if suffix == ".docx":
+        yield docx_document(path, data, resolved, max_bytes=options.max_file_bytes)
         return
     try:
         text = _decode(data, html=suffix in (".html", ".htm"))

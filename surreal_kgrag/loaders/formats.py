@@ -167,13 +167,20 @@ def html_document(path: Path, html: str, resolved: str) -> SourceDocument | Load
     found_dates = file_metadata(path, text[:OPENING_CHARS])
     if "date" in metadata:  # the page's own date wins over one found in its text
         found_dates.pop("date", None)
+    return markdown_document(path, resolved, text, title, "text/html", {**metadata, **found_dates})
+
+
+def markdown_document(
+    path: Path, resolved: str, text: str, title: str | None, content_type: str, metadata: dict[str, Any]
+) -> SourceDocument:
+    """A file converted to Markdown (an HTML page, a Word file), its sections and tables read from it."""
     return SourceDocument(
         key=resolved,
         text=text,
         title=title or readable_title(path),
         source=resolved,
-        content_type="text/html",
-        metadata={**metadata, **found_dates},
+        content_type=content_type,
+        metadata=metadata,
         layout=markdown_layout(text),
     )
 

@@ -22,6 +22,7 @@ SUPPORTED_SUFFIXES: dict[str, str] = {
     ".html": "text/html",
     ".htm": "text/html",
     ".pdf": "application/pdf",
+    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
     ".jsonl": "application/x-ndjson",
     ".ndjson": "application/x-ndjson",
     ".json": "application/json",

@@ -1,0 +1,108 @@
+"""Word files (.docx) read with python-docx, as Markdown: headings become its sections, tables its
+tables, so a report or manual keeps its structure as an HTML page does (``formats.html_document``).
+
+- Headings are the paragraphs in the built-in heading styles ("Heading 1" .. "Heading 6", 7-9 as 6;
+  "Title" is a level-1 heading and the title when the file's properties name none).
+- A table is a Markdown table, a row a line; a cell spanning several columns is written once.
+- Metadata: the file's own properties as ``docx_*`` (as a PDF's are ``pdf_*``: an author never
+  becomes a concept), and what every file gets (``file_metadata``).
+- A .docx is a zip archive: its members' uncompressed sizes together must be within
+  ``max_file_bytes`` (``LoaderOptions``), checked before anything is parsed, so a small file that
+  would expand to gigabytes is refused.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from ..models import LoadFailure, SourceDocument
+from .formats import markdown_document
+from .metadata import OPENING_CHARS, file_metadata, fitting_title
+from .options import MAX_FILE_BYTES
+
+CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+_HEADING = re.compile(r"^heading ([1-9])$")
+_PROPERTIES = {"title": "docx_title", "author": "docx_author", "subject": "docx_subject", "keywords": "docx_keywords"}
+
+
+def docx_document(path: Path, data: bytes, resolved: str, *, max_bytes: int = MAX_FILE_BYTES) -> SourceDocument | LoadFailure:
+    """The document's body as Markdown, with its sections, tables and properties; a failure for a
+    file whose members unpack to more than ``max_bytes`` together."""
+    try:
+        import docx
+    except ImportError as exc:
+        return LoadFailure(source=resolved, reason=f"Word files need python-docx: pip install 'surreal-kgrag[docx]' ({exc})")
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            unpacked = sum(member.file_size for member in archive.infolist())
+    except (zipfile.BadZipFile, ValueError) as exc:
+        return LoadFailure(source=resolved, reason=f"not a Word (.docx) file: {exc}; a .doc file must be saved as .docx first")
+    if unpacked > max_bytes:
+        return LoadFailure(
+            source=resolved,
+            reason=f"the .docx unpacks to {unpacked:,} bytes, more than max_file_bytes={max_bytes:,}; not read "
+            "(raise max_file_bytes to load it)",
+        )
+    try:
+        document = docx.Document(io.BytesIO(data))
+        blocks = [_block(item) for item in document.iter_inner_content()]
+        properties = document.core_properties
+    except Exception as exc:  # python-docx raises KeyError, lxml's and zipfile's errors for a broken part
+        return LoadFailure(source=resolved, reason=f"malformed .docx: {type(exc).__name__}: {exc}")
+    text = "\n\n".join(block for block in blocks if block).strip()
+    if not text:
+        return LoadFailure(source=resolved, reason="the .docx has no text")
+    metadata: dict[str, Any] = {"file_name": path.name}
+    for field, key in _PROPERTIES.items():
+        value = str(getattr(properties, field, None) or "").strip()
+        if value:
+            metadata[key] = value
+    metadata.update(file_metadata(path, text[:OPENING_CHARS]))
+    title = fitting_title(metadata.get("docx_title")) or fitting_title(_first_heading(document))
+    return markdown_document(path, resolved, text, title, CONTENT_TYPE, metadata)
+
+
+def _block(item: Any) -> str:
+    """One paragraph (a Markdown heading when it is in a heading style) or table, as Markdown."""
+    if hasattr(item, "rows"):
+        return _table(item)
+    text = " ".join(item.text.split())
+    level = _level(item)
+    return f"{'#' * level} {text}" if level and text else text
+
+
+def _level(paragraph: Any) -> int:
+    name = (paragraph.style.name if paragraph.style is not None else "").lower()
+    if name == "title":
+        return 1
+    match = _HEADING.match(name)
+    return min(int(match.group(1)), 6) if match else 0
+
+
+def _table(table: Any) -> str:
+    rows = [cells for cells in map(_cells, table.rows) if any(cells)]
+    if not rows:
+        return ""
+    lines = ["| " + " | ".join(cells) + " |" for cells in rows]
+    return "\n".join([lines[0], "|" + " --- |" * len(rows[0]), *lines[1:]])
+
+
+def _cells(row: Any) -> list[str]:
+    cells, previous = [], None
+    for cell in row.cells:
+        if cell._tc is previous:  # a cell spanning several columns is listed once per column
+            continue
+        previous = cell._tc
+        cells.append(" ".join(cell.text.split()).replace("|", "\\|"))
+    return cells
+
+
+def _first_heading(document: Any) -> str | None:
+    for paragraph in document.paragraphs:
+        if _level(paragraph) == 1 and paragraph.text.strip():
+            return " ".join(paragraph.text.split())
+    return None

@@ -1,0 +1,119 @@
+"""Word (.docx) files: headings become sections and tables stay tables, through ingestion and
+retrieval; broken, foreign and oversized files are reported and skipped."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+docx = pytest.importorskip("docx", reason="install surreal-kgrag[docx] (scripts/setup.sh does)")
+
+from surreal_kgrag import Ingestor, SurrealStore, make_retriever  # noqa: E402
+from surreal_kgrag.loaders import iter_sources  # noqa: E402
+from surreal_kgrag.models import LoadFailure, SourceDocument  # noqa: E402
+
+PARTS = ["Hoist rope", "Slew bearing", "Boom hinge", "Trolley wheels", "Spreader twistlocks", "Brake pads"]
+
+
+def _manual(path: Path, crane: str) -> Path:
+    """A maintenance manual: a title, nested numbered headings, long sections, a table."""
+    document = docx.Document()
+    document.core_properties.title = f"{crane} Maintenance Manual"
+    document.core_properties.author = "Ines Ortega"
+    document.add_heading(f"{crane} Maintenance Manual", 0)
+    document.add_heading("1. Safety", level=1)
+    for i in range(12):
+        document.add_paragraph(
+            f"Rule {i + 1}: lock out the main breaker of the {crane} and tag the cabin door before anyone climbs "
+            "the access ladder; a second technician stays on the quay with the radio for the whole shift."
+        )
+    document.add_heading("1.1 Wind limits", level=2)
+    document.add_paragraph(
+        f"The {crane} stops lifting when gusts exceed 20 metres per second at the boom tip, as the anemometer on "
+        "the apex beam reports, and parks its boom at the storm pin before gusts reach 25."
+    )
+    document.add_heading("2. Inspection intervals", level=1)
+    table = document.add_table(rows=len(PARTS) + 1, cols=3)
+    for column, header in enumerate(["Part", "Interval", "Torque | tolerance"]):
+        table.cell(0, column).text = header
+    for row, part in enumerate(PARTS, start=1):
+        table.cell(row, 0).text = part
+        table.cell(row, 1).text = "monthly" if row % 2 else "yearly"
+        table.cell(row, 2).text = f"{800 + 10 * row} Nm"
+    for i in range(12):
+        document.add_paragraph(f"Record every inspection of the {crane} in the log book, line {i + 1}, with the technician's name.")
+    document.save(path)
+    return path
+
+
+def test_a_word_file_keeps_its_title_sections_and_tables(tmp_path: Path) -> None:
+    [doc] = list(iter_sources(_manual(tmp_path / "north.docx", "North Crane")))
+    assert isinstance(doc, SourceDocument), doc
+    assert doc.title == "North Crane Maintenance Manual"
+    assert doc.metadata["docx_author"] == "Ines Ortega" and "author" not in doc.metadata
+    assert "| Part | Interval | Torque \\| tolerance |\n| --- | --- | --- |\n| Hoist rope | monthly | 810 Nm |" in doc.text
+    assert doc.layout is not None
+    sections = [path for _, path in doc.layout.sections]
+    assert ("1. Safety", "1.1 Wind limits") in sections and ("2. Inspection intervals",) in sections
+    [(start, _, end)] = doc.layout.tables
+    assert doc.text[start:end].startswith("| Part |") and doc.text[start:end].rstrip().endswith("| 860 Nm |")
+
+
+def test_a_cell_spanning_columns_is_written_once(tmp_path: Path) -> None:
+    document = docx.Document()
+    table = document.add_table(rows=2, cols=3)
+    table.cell(0, 0).merge(table.cell(0, 2)).text = "Quarterly figures"
+    for column, value in enumerate(["Q1", "Q2", "Q3"]):
+        table.cell(1, column).text = value
+    document.save(tmp_path / "figures.docx")
+    [doc] = list(iter_sources(tmp_path / "figures.docx"))
+    assert doc.text.count("Quarterly figures") == 1 and "| Q1 | Q2 | Q3 |" in doc.text
+
+
+def test_ingested_word_files_answer_with_the_section_a_chunk_lies_under(tmp_path: Path, minilm, spacy_extractor) -> None:
+    folder = tmp_path / "manuals"
+    folder.mkdir()
+    for crane in ("North Crane", "South Crane", "Harbour Gantry"):
+        _manual(folder / f"{crane.lower().replace(' ', '_')}.docx", crane)
+    with SurrealStore("mem://") as store:
+        summary = Ingestor(store, embedder=minilm, extractor=spacy_extractor).ingest(folder)
+        assert summary.added == 3 and not summary.failures and summary.chunks >= 9
+        for mode in ("chunk", "hybrid"):
+            result = make_retriever(mode, store, embedder=minilm).search("At what gust speed does the South Crane stop lifting?", k=3)
+            best = result.documents[0]
+            assert best.title == "South Crane Maintenance Manual", (mode, [d.title for d in result.documents])
+            assert best.chunks[0].section == ["1. Safety", "1.1 Wind limits"], (mode, best.chunks[0])
+
+
+def test_broken_foreign_and_empty_word_files_are_reported_and_the_rest_load(tmp_path: Path) -> None:
+    _manual(tmp_path / "good.docx", "North Crane")
+    (tmp_path / "legacy.docx").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(512))  # an old binary .doc renamed
+    with zipfile.ZipFile(tmp_path / "archive.docx", "w") as archive:
+        archive.writestr("notes.txt", "a zip file, but not a Word document")
+    docx.Document().save(tmp_path / "blank.docx")
+    found = {Path(item.source).name: item for item in iter_sources(tmp_path)}
+    assert isinstance(found["good.docx"], SourceDocument)
+    reasons = {name: item.reason for name, item in found.items() if isinstance(item, LoadFailure)}
+    assert reasons.keys() == {"legacy.docx", "archive.docx", "blank.docx"}, reasons
+    assert "not a Word (.docx) file" in reasons["legacy.docx"] and "saved as .docx" in reasons["legacy.docx"]
+    assert reasons["archive.docx"].startswith("malformed .docx")
+    assert reasons["blank.docx"] == "the .docx has no text"
+
+
+def test_a_word_file_that_unpacks_past_max_file_bytes_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    """A .docx is a zip: a small file can unpack to gigabytes of XML, so its members' sizes count."""
+    path = _manual(tmp_path / "north.docx", "North Crane")
+    with zipfile.ZipFile(path) as archive:
+        unpacked = sum(member.file_size for member in archive.infolist())
+    assert unpacked > 2 * path.stat().st_size  # compressed: the file alone would pass the cap
+    [failure] = list(iter_sources(path, max_file_bytes=unpacked - 1))
+    assert isinstance(failure, LoadFailure) and f"unpacks to {unpacked:,} bytes, more than max_file_bytes" in failure.reason
+    assert isinstance(next(iter(iter_sources(path, max_file_bytes=unpacked))), SourceDocument)
+    bomb = tmp_path / "bomb.docx"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("word/document.xml", b"<w:document>" + b" " * (64 << 20) + b"</w:document>")
+    assert bomb.stat().st_size < 1 << 20
+    [failure] = list(iter_sources(bomb, max_file_bytes=32 << 20))
+    assert isinstance(failure, LoadFailure) and "unpacks to" in failure.reason
