@@ -117,3 +117,23 @@ def test_a_word_file_that_unpacks_past_max_file_bytes_is_refused_before_it_is_pa
     assert bomb.stat().st_size < 1 << 20
     [failure] = list(iter_sources(bomb, max_file_bytes=32 << 20))
     assert isinstance(failure, LoadFailure) and "unpacks to" in failure.reason
+
+
+def test_headings_are_found_by_style_name_whatever_the_style_id_and_runs_join_as_written(tmp_path: Path) -> None:
+    """A localised Word gives the heading styles ids of its own ("berschrift1" in German); their
+    names stay "heading 1". Tabs and line breaks inside a paragraph read as spaces."""
+    document = docx.Document()
+    document.styles["Heading 1"].style_id = "berschrift1"
+    document.styles["Heading 2"].style_id = "berschrift2"
+    document.add_heading("Wartung", level=1)
+    document.add_heading("Windgrenzen", level=2)
+    paragraph = document.add_paragraph("Torque")
+    paragraph.add_run().add_tab()
+    paragraph.add_run("limit 850 Nm")
+    paragraph.add_run().add_break()
+    paragraph.add_run("checked yearly.")
+    document.save(tmp_path / "wartung.docx")
+    [doc] = list(iter_sources(tmp_path / "wartung.docx"))
+    assert doc.title == "Wartung"
+    assert [path for _, path in doc.layout.sections] == [("Wartung",), ("Wartung", "Windgrenzen")]
+    assert doc.text.endswith("## Windgrenzen\n\nTorque limit 850 Nm checked yearly.")
