@@ -9,25 +9,32 @@ a bad call comes back as a tool result with ``isError`` set and the dispatcher's
 client's model writes; refused for a scope the database does not enforce itself). ``--max-edges``:
 how many of a concept's edges a concept tool reads (``ToolDispatcher(max_edges=...)``), at most
 :data:`MAX_EDGES_FLAG`.
+
+A stdin line that is not a JSON-RPC message is answered with JSON-RPC's error for it, ``id`` null
+unless the line is JSON whose ``id`` can be read: -32700 "Parse error" for one that is not JSON (or
+longer than :data:`MAX_LINE_BYTES`, skipped unread), -32600 "Invalid Request" for JSON that is no
+request, notification or response; ``data`` says what was wrong. The server serves on.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
-from contextlib import ExitStack
-from typing import Any
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import Any, BinaryIO
 
 try:
     import anyio
     from mcp import types
     from mcp.server import Server, ServerRequestContext
-    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError("the MCP server needs the `mcp` package (2.x): pip install 'surreal-kgrag[mcp]'") from error
 
+import pydantic_core
 from pydantic import ValidationError
 
 from . import __version__
@@ -42,6 +49,11 @@ from .tools.models import DEFAULT_MAX_EDGES
 #: The largest ``--max-edges``: a concept tool's call reads and joins up to that many edges, and
 #: its time grows with them (ten times the default).
 MAX_EDGES_FLAG = 10_000
+
+#: The longest stdin line (one JSON-RPC message) the server reads, in bytes; a longer one is read
+#: through without being kept and answered with a parse error. The largest tool call, with a filter
+#: of 1,000,000 characters of text (``MAX_FILTER_CHARS``), fits.
+MAX_LINE_BYTES = 16 * 1024 * 1024
 
 INSTRUCTIONS = (
     "Knowledge-graph retrieval over documents, chunks and concepts. Start with search_chunks; use "
@@ -73,8 +85,107 @@ def build_server(dispatcher: ToolDispatcher, *, name: str = "surreal-kgrag") -> 
 
 
 async def serve_stdio(server: Server[Any]) -> None:
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    """Serve ``server`` over stdin and stdout, one JSON-RPC message a line, until stdin ends.
+
+    The SDK's ``stdio_server`` passes a line it cannot validate to the server as an exception, which
+    the server drops, so the client would wait for an answer forever; here such a line is answered
+    (``_unreadable_line``) and never reaches the server.
+    """
+    to_server, from_wire = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    to_wire, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+    answers = to_wire.clone()
+
+    with _stdio_wire() as (wire_in, wire_out):
+
+        async def read() -> None:
+            async with to_server, answers:
+                while (line := await anyio.to_thread.run_sync(_read_line, wire_in, abandon_on_cancel=True)) is not None:
+                    if isinstance(line, int):
+                        detail = f"a line of {line:,} bytes, more than the {MAX_LINE_BYTES:,} this server reads"
+                        await answers.send(SessionMessage(_error(None, types.PARSE_ERROR, "Parse error", detail)))
+                        continue
+                    if not line.strip():  # a blank line carries no message
+                        continue
+                    text = line.decode("utf-8", "replace")  # as the SDK's stdio_server decodes
+                    try:
+                        message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+                    except ValidationError as error:
+                        await answers.send(SessionMessage(_unreadable_line(text, error)))
+                    else:
+                        await to_server.send(SessionMessage(message))
+
+        async def write() -> None:
+            async with from_server:
+                async for item in from_server:
+                    data = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    await anyio.to_thread.run_sync(_write, wire_out, data.encode())
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(read)
+            tasks.start_soon(write)
+            await server.run(from_wire, to_wire, server.create_initialization_options())
+
+
+_JSON_KINDS = {list: "an array", str: "a string", bool: "true or false", type(None): "null"}
+
+
+def _unreadable_line(text: str, error: ValidationError) -> types.JSONRPCError:
+    """The answer to a line that failed to validate as a JSON-RPC message with ``error``: -32700 if
+    it is not JSON, else -32600 with the line's ``id`` where it has a valid one. Its ``data`` is the
+    first of the validation errors, without the input."""
+    first = error.errors(include_url=False, include_input=False)[0]
+    if first["type"] == "json_invalid":
+        return _error(None, types.PARSE_ERROR, "Parse error", first["msg"])
+    value = pydantic_core.from_json(text)  # JSON, or it would have been json_invalid
+    request_id = value.get("id") if isinstance(value, dict) else None
+    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+        request_id = None
+    if isinstance(value, dict):
+        where = ".".join(str(part) for part in first["loc"])
+        detail = f"{where}: {first['msg']}"
+    else:
+        detail = f"a JSON-RPC message is a JSON object, not {_JSON_KINDS.get(type(value), 'a number')}"
+    return _error(request_id, types.INVALID_REQUEST, "Invalid Request", detail[:500])
+
+
+def _error(request_id: int | str | None, code: int, message: str, data: str) -> types.JSONRPCError:
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message, data=data))
+
+
+def _read_line(wire: BinaryIO) -> bytes | int | None:
+    """The next line of ``wire``, None at its end; a line longer than :data:`MAX_LINE_BYTES` is read
+    to its end without being kept, and its length comes back instead."""
+    line = wire.readline(MAX_LINE_BYTES + 1)
+    if len(line) <= MAX_LINE_BYTES or line.endswith(b"\n"):
+        return line or None
+    length = len(line)
+    while (rest := wire.readline(1 << 20)) and not rest.endswith(b"\n"):
+        length += len(rest)
+    return length + len(rest)
+
+
+def _write(wire: BinaryIO, data: bytes) -> None:
+    wire.write(data)
+    wire.flush()
+
+
+@contextmanager
+def _stdio_wire() -> Iterator[tuple[BinaryIO, BinaryIO]]:
+    """Stdin and stdout as the wire, on duplicates of descriptors 0 and 1 that child processes do not
+    inherit; meanwhile 0 reads the null device and 1 writes to stderr, so what a library or a child
+    process reads or prints stays off the wire (as the SDK's ``stdio_server`` does). The duplicates
+    stay open: a reading thread may still wait on one after the server stops."""
+    sys.stdout.flush()
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    try:
+        yield open(wire_in, "rb", closefd=False), open(wire_out, "wb", closefd=False)  # noqa: SIM115 - never closed
+    finally:
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
 
 
 def edge_count(text: str) -> int:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -461,6 +463,140 @@ def _embedding_children(url: str) -> int:
         except (OSError, IndexError):  # the process ended while we looked
             continue
     return count
+
+
+class RawStdioServer:
+    """``python -m surreal_kgrag.mcp_server`` driven line by line over its stdin and stdout, so a test
+    can send what no MCP client sends; an answer not read within ``timeout`` seconds fails the test."""
+
+    def __init__(self, url: str, log: Path) -> None:
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("SURREAL_KGRAG_")}
+        environment["PYTHONPATH"] = str(ROOT)
+        self.log = log
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "surreal_kgrag.mcp_server", "--db", url],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log.open("wb"), env=environment,
+        )
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+
+    def send(self, line: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + b"\n")
+        self.process.stdin.flush()
+
+    def answer(self, timeout: float = 60) -> dict:
+        try:
+            return json.loads(self.lines.get(timeout=timeout))
+        except queue.Empty:
+            pytest.fail(f"no answer in {timeout} s; the server's stderr ends: {self.log.read_text()[-2000:]}")
+
+    def request(self, request_id: int, method: str, params: dict | None = None) -> bytes:
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        return json.dumps(message if params is None else {**message, "params": params}).encode()
+
+    def peak_memory(self) -> int:
+        """The server's peak resident memory (VmHWM) in bytes."""
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        return int(status.split("VmHWM:")[1].split()[0]) * 1024
+
+
+@pytest.fixture(scope="module")
+def raw_mcp(tmp_path_factory, minilm, spacy_extractor):
+    pytest.importorskip("mcp", reason="the MCP server is the optional extra `mcp`")
+    folder = tmp_path_factory.mktemp("raw-mcp")
+    url = f"surrealkv://{folder}/kg"
+    with SurrealStore(url) as store:
+        Ingestor(store, embedder=minilm, extractor=spacy_extractor).ingest_texts([TEXTS["warsaw"]], ids=["warsaw"], titles=["Warsaw"])
+    server = RawStdioServer(url, folder / "stderr.log")
+    client = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+    server.send(server.request(0, "initialize", client))
+    assert server.answer(timeout=300)["result"]["serverInfo"]["name"] == "surreal-kgrag"
+    server.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+    yield server
+    server.process.stdin.close()  # the end of its stdin ends the server
+    assert server.process.wait(timeout=60) == 0, server.log.read_text()[-2000:]
+
+
+def _bad_line_then_tools_list(server: RawStdioServer, line: bytes, code: int, request_id: int | str | None) -> dict:
+    """Send ``line`` and a tools/list request behind it: the first answer is the line's JSON-RPC
+    error (returned), the second the tools (an old server, dropping the line, answered only that)."""
+    server.send(line)
+    server.send(server.request(99, "tools/list"))
+    error = server.answer()
+    assert set(error) == {"jsonrpc", "id", "error"} and error["jsonrpc"] == "2.0", error
+    assert (error["id"], error["error"]["code"]) == (request_id, code), error
+    assert error["error"]["message"] == {-32700: "Parse error", -32600: "Invalid Request"}[code]
+    assert 0 < len(error["error"]["data"]) <= 500  # says what was wrong, without echoing the line
+    listed = server.answer()
+    assert listed["id"] == 99 and len(listed["result"]["tools"]) == len(TOOLS), listed
+    return error["error"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"{not json",
+        b"9" * 5000,
+        b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "search_chunks", "arguments": {"k": '
+        + b"9" * 5000 + b"}}}",
+        b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "search_chunks", "arguments": '
+        b'{"query": "\\ud800"}}}',
+        b'{"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"a": ' + b"[" * 200 + b"]" * 200 + b"}}",
+        b"\xff\xfe not UTF-8",
+    ],
+    ids=["garbage", "5000-digit-integer", "5000-digit-integer-in-a-request", "lone-surrogate", "nested-200-deep", "not-utf8"],
+)
+def test_mcp_stdio_answers_a_line_that_is_not_json_with_a_parse_error(raw_mcp, line):
+    """JSON-RPC 2.0: invalid JSON is answered with -32700 and id null (no id can be read from it);
+    the SDK's stdio transport dropped such a line and the client waited for ever."""
+    data = _bad_line_then_tools_list(raw_mcp, line, -32700, None)["data"]
+    assert data.startswith("Invalid JSON: ")
+
+
+@pytest.mark.parametrize(
+    ("line", "request_id", "data"),
+    [
+        (b"[]", None, "a JSON-RPC message is a JSON object, not an array"),
+        (b"42", None, "a JSON-RPC message is a JSON object, not a number"),
+        (b'"tools/list"', None, "a JSON-RPC message is a JSON object, not a string"),
+        (b'{"jsonrpc": "2.0", "id": 7, "method": 3}', 7, "JSONRPCRequest.method: Input should be a valid string"),
+        (b'{"jsonrpc": "1.0", "id": "a", "method": "tools/list"}', "a", "JSONRPCRequest.jsonrpc: Input should be '2.0'"),
+        (b'{"id": 3, "method": "tools/list"}', 3, "JSONRPCRequest.jsonrpc: Field required"),
+    ],
+    ids=["array", "number", "string", "method-not-a-string", "jsonrpc-1.0", "no-jsonrpc"],
+)
+def test_mcp_stdio_answers_json_that_is_no_message_with_invalid_request(raw_mcp, line, request_id, data):
+    """Valid JSON that is no JSON-RPC request, notification or response: -32600, with the id the
+    line carries when it is a valid one (a string or integer), else null."""
+    assert _bad_line_then_tools_list(raw_mcp, line, -32600, request_id)["data"] == data
+
+
+def test_mcp_stdio_skips_an_overlong_line_unread(raw_mcp):
+    """A line of 100 MB is read through in pieces, not kept: a -32700 saying how long it was, and
+    the server's peak memory grows by less than the line (it serves on)."""
+    clear_refs = Path(f"/proc/{raw_mcp.process.pid}/clear_refs")
+    clear_refs.write_text("5")  # reset the peak (VmHWM) to the memory in use now
+    before = raw_mcp.peak_memory()
+    piece = b"9" * (1 << 20)
+    for _ in range(100):
+        raw_mcp.process.stdin.write(piece)
+    raw_mcp.send(b"")
+    raw_mcp.send(raw_mcp.request(98, "tools/call", {"name": "get_document", "arguments": {"document_id": "warsaw"}}))
+    error = raw_mcp.answer()
+    assert set(error) == {"jsonrpc", "id", "error"}, error  # an old server answered only the call behind the line
+    assert (error["id"], error["error"]["code"], error["error"]["message"]) == (None, -32700, "Parse error")
+    # MAX_LINE_BYTES (16 MiB); the newline counts
+    assert error["error"]["data"] == "a line of 104,857,601 bytes, more than the 16,777,216 this server reads"
+    document = raw_mcp.answer()
+    assert document["id"] == 98 and not document["result"]["isError"], document
+    assert json.loads(document["result"]["content"][0]["text"])["title"] == "Warsaw"
+    assert raw_mcp.peak_memory() - before < 64 << 20
 
 
 # -- the example -------------------------------------------------------------------------------------
