@@ -11,9 +11,10 @@ pytest.importorskip("langchain_surreal_kgrag", reason="install integrations/lang
 
 from langchain_core.documents import Document
 from langchain_core.messages import ToolCall
-from langchain_core.tools import create_retriever_tool
+from langchain_core.tools import ToolException, create_retriever_tool
 from langchain_tests.integration_tests import RetrieversIntegrationTests, ToolsIntegrationTests
 from langchain_tests.unit_tests import ToolsUnitTests
+from pydantic import ValidationError
 
 from langchain_surreal_kgrag import SurrealKGRetriever, create_kg_search_tool
 from surreal_kgrag import ConfigurationError, Ingestor, StoreConnectionError, SurrealStore, get_stats
@@ -200,6 +201,44 @@ def test_tool_returns_numbered_passages_and_documents(kg_url):
     assert message.content.startswith("[1] ") and "\n\n[2] " in message.content
     assert message.artifact[0].metadata["title"] in message.content
     assert tool.args_schema.model_json_schema()["properties"]["k"]["anyOf"][0]["maximum"] == 20
+
+
+def test_tool_arguments_are_strict(kg_url):
+    """k is a real integer within the schema's bounds (no True, no "3"), unknown arguments are refused,
+    as in the core's tool arguments; a good call still works."""
+    tool = create_kg_search_tool(SurrealKGRetriever(db_url=kg_url, mode="chunk", k=4))
+    for args, error in (
+        ({"k": True}, "valid integer"),
+        ({"k": "3"}, "valid integer"),
+        ({"k": 2.0}, "valid integer"),
+        ({"k": 0}, "greater than or equal to 1"),
+        ({"k": 21}, "less than or equal to 20"),
+        ({"top_k": 3}, "Extra inputs are not permitted"),
+    ):
+        with pytest.raises(ValidationError, match=error) as raised:
+            tool.invoke({"query": QUESTION, **args})
+        assert raised.value.error_count() == 1
+    message = tool.invoke(ToolCall(name=tool.name, args={"query": f"  {QUESTION}  ", "k": 3}, id="1", type="tool_call"))
+    assert len(message.artifact) == 3 and message.status == "success"
+
+
+async def test_tool_reports_a_refused_query_as_tool_exception(kg_url):
+    """A query the core refuses (too long, empty) is a ToolException with the core's message, so an agent
+    with handle_tool_error=True hands it to the model instead of failing."""
+    tool = create_kg_search_tool(SurrealKGRetriever(db_url=kg_url, mode="chunk", k=2))
+    long_query = "curie " * 3334  # 20,004 characters; max_query_chars is 10,000
+    for query, refusal in ((long_query, "more than max_query_chars=10,000"), ("   ", "non-empty string")):
+        with pytest.raises(ToolException, match=refusal) as raised:
+            tool.invoke({"query": query})
+        assert isinstance(raised.value.__cause__, ConfigurationError)
+        with pytest.raises(ToolException, match=refusal):
+            await tool.ainvoke({"query": query, "k": 2})
+    tool.handle_tool_error = True
+    message = tool.invoke(ToolCall(name=tool.name, args={"query": long_query}, id="1", type="tool_call"))
+    assert message.status == "error" and "max_query_chars" in message.content and message.artifact is None
+    message = await tool.ainvoke(ToolCall(name=tool.name, args={"query": long_query}, id="2", type="tool_call"))
+    assert message.status == "error" and "ask a shorter question" in message.content
+    assert len(tool.invoke({"query": QUESTION})) > 0  # still answers a good query
 
 
 def test_langchain_core_retriever_tool_works_with_it(retriever):

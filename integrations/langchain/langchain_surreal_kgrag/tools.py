@@ -1,11 +1,22 @@
 """An agent tool over :class:`SurrealKGRetriever` that returns text for the model and the
-``Document``s as the ``ToolMessage`` artifact (``response_format="content_and_artifact"``)."""
+``Document``s as the ``ToolMessage`` artifact (``response_format="content_and_artifact"``).
+
+The arguments are checked as strictly as the core's agent tools (``surreal_kgrag.tools``): ``k`` is
+an integer, not ``True`` or ``"3"``, and unknown arguments are refused. A query the core refuses
+(empty, longer than ``max_query_chars``) raises a ``ToolException`` with the core's message, which an
+agent built with ``handle_tool_error=True`` hands back to the model."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from langchain_core.documents import Document
-from langchain_core.tools import StructuredTool
-from pydantic import BaseModel, Field
+from langchain_core.tools import StructuredTool, ToolException
+from pydantic import Field
+
+from surreal_kgrag.errors import ConfigurationError
+from surreal_kgrag.tools import ToolArguments
 
 from .retrievers import SurrealKGRetriever
 
@@ -15,8 +26,9 @@ DEFAULT_DESCRIPTION = (
 )
 
 
-class KnowledgeGraphSearchInput(BaseModel):
-    """Arguments the model fills in."""
+class KnowledgeGraphSearchInput(ToolArguments):
+    """Arguments the model fills in: strict (no coercion of ``"3"`` or ``True`` to an integer), unknown
+    fields refused, surrounding whitespace dropped, as the core's tool arguments."""
 
     query: str = Field(description="a question or keywords to look up")
     k: int | None = Field(None, ge=1, le=20, description="number of documents to return (default: the retriever's k)")
@@ -33,6 +45,16 @@ def format_documents(documents: list[Document]) -> str:
     return "\n\n".join(blocks)
 
 
+@contextmanager
+def _refusal_as_tool_exception() -> Iterator[None]:
+    """A request the core refuses (``ConfigurationError``: the caller's arguments, which the model can
+    fix) as a ``ToolException`` with the core's message; store and model failures pass through."""
+    try:
+        yield
+    except ConfigurationError as error:
+        raise ToolException(str(error)) from error
+
+
 def create_kg_search_tool(
     retriever: SurrealKGRetriever,
     *,
@@ -40,14 +62,19 @@ def create_kg_search_tool(
     description: str = DEFAULT_DESCRIPTION,
 ) -> StructuredTool:
     """A ``StructuredTool`` whose content is :func:`format_documents` of the results and whose
-    artifact is the list of ``Document``s (with ids, scores, concepts and chunk ids)."""
+    artifact is the list of ``Document``s (with ids, scores, concepts and chunk ids).
+
+    Invalid arguments raise pydantic's ``ValidationError`` (``handle_validation_error`` turns it into
+    a message); a query the core refuses raises ``ToolException`` (``handle_tool_error``)."""
 
     def search(query: str, k: int | None = None) -> tuple[str, list[Document]]:
-        documents = retriever.invoke(query, k=k)
+        with _refusal_as_tool_exception():
+            documents = retriever.invoke(query, k=k)
         return format_documents(documents), documents
 
     async def asearch(query: str, k: int | None = None) -> tuple[str, list[Document]]:
-        documents = await retriever.ainvoke(query, k=k)
+        with _refusal_as_tool_exception():
+            documents = await retriever.ainvoke(query, k=k)
         return format_documents(documents), documents
 
     return StructuredTool(
