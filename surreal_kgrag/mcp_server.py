@@ -24,7 +24,7 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 try:
     import anyio
@@ -100,8 +100,8 @@ async def serve_stdio(server: Server[Any]) -> None:
         async def read() -> None:
             async with to_server, answers:
                 while (line := await anyio.to_thread.run_sync(_read_line, wire_in, abandon_on_cancel=True)) is not None:
-                    if isinstance(line, int):
-                        detail = f"a line of {line:,} bytes, more than the {MAX_LINE_BYTES:,} this server reads"
+                    if isinstance(line, Overlong):
+                        detail = f"a line of {line.length:,} bytes, more than the {MAX_LINE_BYTES:,} this server reads"
                         await answers.send(SessionMessage(_error(None, types.PARSE_ERROR, "Parse error", detail)))
                         continue
                     if not line.strip():  # a blank line carries no message
@@ -152,16 +152,21 @@ def _error(request_id: int | str | None, code: int, message: str, data: str) -> 
     return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message, data=data))
 
 
-def _read_line(wire: BinaryIO) -> bytes | int | None:
-    """The next line of ``wire``, None at its end; a line longer than :data:`MAX_LINE_BYTES` is read
-    to its end without being kept, and its length comes back instead."""
+class Overlong(NamedTuple):
+    """A line longer than :data:`MAX_LINE_BYTES`, read to its end without being kept."""
+
+    length: int
+
+
+def _read_line(wire: BinaryIO) -> bytes | Overlong | None:
+    """The next line of ``wire``, None at its end."""
     line = wire.readline(MAX_LINE_BYTES + 1)
     if len(line) <= MAX_LINE_BYTES or line.endswith(b"\n"):
         return line or None
     length = len(line)
     while (rest := wire.readline(1 << 20)) and not rest.endswith(b"\n"):
         length += len(rest)
-    return length + len(rest)
+    return Overlong(length + len(rest))
 
 
 def _write(wire: BinaryIO, data: bytes) -> None:
