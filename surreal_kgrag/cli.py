@@ -39,7 +39,7 @@ from .cli_support import (
     open_store,
 )
 from .db import DEFAULT_URL
-from .errors import KGRagError, StoreNotFoundError
+from .errors import KGRagError, StoreNotFoundError, describe_validation
 from .retrieval.config import DEFAULT_MODE
 from .retrieval.options import access_labels, filter_spec
 
@@ -335,7 +335,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StoreNotFoundError as error:
         print(f"surreal-kgrag {args.command}: {error}", file=sys.stderr)
         return EXIT_NO_STORE
-    except (KGRagError, ValidationError, ValueError) as error:
+    except ValidationError as error:  # a setting the command line gave, in a config model
+        print(f"surreal-kgrag {args.command}: {describe_validation(error)}", file=sys.stderr)
+        return EXIT_FAILED
+    except (KGRagError, ValueError) as error:
         print(f"surreal-kgrag {args.command}: {error}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 
 class KGRagError(Exception):
     """Base class of every error surreal-kgrag raises on purpose."""
@@ -49,3 +54,17 @@ class StoreNotFoundError(StoreConnectionError):
 class ScopeError(ConfigurationError, PermissionError):
     """A scoped caller asked to write outside its scope: labels it does not hold, or a document
     it cannot read."""
+
+
+def validation_problems(error: ValidationError) -> list[tuple[str, str]]:
+    """What pydantic found wrong, as (field path, problem) pairs: a validator's own message without
+    pydantic's "Value error, " prefix, and neither the input (it may be huge or secret) nor a URL."""
+    return [
+        (".".join(str(part) for part in e["loc"]), str(e.get("ctx", {}).get("error") or e["msg"]))
+        for e in error.errors(include_url=False, include_input=False)
+    ]
+
+
+def describe_validation(error: ValidationError, limit: int | None = None) -> str:
+    """``validation_problems`` on one line: "field: problem; ..." (the first ``limit`` of them)."""
+    return "; ".join(f"{field}: {problem}" if field else problem for field, problem in validation_problems(error)[:limit])

@@ -40,7 +40,7 @@ from pydantic import ValidationError
 from . import __version__
 from .db import DEFAULT_URL, StoreConfig, SurrealStore
 from .embed import in_own_process, resolve_embedder
-from .errors import KGRagError
+from .errors import KGRagError, describe_validation
 from .retrieval import RETRIEVERS, Scope
 from .retrieval.options import access_labels, filter_spec
 from .tools import ToolDispatcher
@@ -270,7 +270,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 embedder = stack.enter_context(in_own_process(embedder))
             server = build_server(build_dispatcher(store, args, embedder))
             anyio.run(serve_stdio, server)
-    except (KGRagError, ValidationError) as error:
+    except ValidationError as error:
+        print(f"surreal-kgrag-mcp: {describe_validation(error)}", file=sys.stderr)
+        return 1
+    except KGRagError as error:
         print(f"surreal-kgrag-mcp: {error}", file=sys.stderr)
         return 1
     return 0

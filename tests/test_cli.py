@@ -43,6 +43,18 @@ def test_an_empty_store_path_is_an_error_that_says_so(tmp_path, capsys, monkeypa
     assert list(tmp_path.iterdir()) == []  # the working directory did not become a store
 
 
+def test_a_bad_connection_setting_is_one_line_naming_the_setting(capsys):
+    for argv, setting, problem in (
+        (["--db", "foo://x"], "url", "unsupported database URL 'foo://x'"),
+        (["--ns", "kg; REMOVE TABLE chunk"], "namespace", "invalid name"),
+        (["--database", ""], "database", "invalid name ''"),
+    ):
+        assert main(["query", "anything", *argv]) == EXIT_FAILED
+        err = capsys.readouterr().err
+        assert err.startswith(f"surreal-kgrag query: {setting}: {problem}"), err
+        assert err.count("\n") == 1 and "pydantic" not in err and "Value error" not in err
+
+
 def test_bad_command_lines_exit_2_and_help_exits_0(capsys):
     assert main(["stats", "--no-such-option"]) == EXIT_USAGE
     assert main(["query"]) == EXIT_USAGE

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..embed.openai_api import openai_client
-from ..errors import ConfigurationError, KGRagError
+from ..errors import ConfigurationError, KGRagError, describe_validation
 from ..retrieval.plan import Call, Plan, arun, run
 from .settings import LLMSettings, LLMUsage
 
@@ -66,15 +66,13 @@ def parse_reply(content: str, model: type[M]) -> M:
     except ValidationError as first:
         start, end = text.find("{"), text.rfind("}")
         if start < 0 or end <= start:
-            raise LLMReplyError(f"the reply is not a JSON object: {_errors(first)}") from first
+            raise LLMReplyError(f"the reply is not a JSON object: {describe_validation(first, limit=5)}") from first
         try:
             return model.model_validate_json(text[start : end + 1])
         except ValidationError as second:
-            raise LLMReplyError(f"the reply does not match the expected JSON: {_errors(second)}") from second
+            raise LLMReplyError(f"the reply does not match the expected JSON: {describe_validation(second, limit=5)}") from second
 
 
-def _errors(error: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(reply)'}: {e['msg']}" for e in error.errors(include_url=False)[:5])
 
 
 #: The timing bucket of chat requests in a plan's timings.

@@ -45,6 +45,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..errors import describe_validation
 from ..surql import NO_FILTER, CompiledFilter
 from .filters import FilterError, check_text, combine, compile_filter
 
@@ -67,8 +68,7 @@ class Scope(BaseModel):
         try:
             super().__init__(**values)
         except ValidationError as error:  # a bad label or filter is the caller's error, named as such
-            problems = "; ".join(str(e.get("ctx", {}).get("error") or e["msg"]) for e in error.errors(include_url=False))
-            raise FilterError(f"invalid scope: {problems}") from None
+            raise FilterError(f"invalid scope: {describe_validation(error)}") from None
 
     @field_validator("access", mode="before")
     @classmethod

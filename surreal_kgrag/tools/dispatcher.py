@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..db import SurrealStore
 from ..embed import Embedder, resolve_embedder
-from ..errors import ConfigurationError, KGRagError
+from ..errors import ConfigurationError, KGRagError, validation_problems
 from ..llm.readonly import ReadonlyLimits
 from ..retrieval import BaseRetriever, Scope, make_retriever
 from ..retrieval import plan as plans
@@ -138,10 +138,7 @@ class ToolDispatcher:
         try:
             args = tool.arguments.model_validate(dict(arguments))
         except ValidationError as error:
-            problems = [
-                {"field": ".".join(str(part) for part in e["loc"]) or "(arguments)", "problem": e["msg"]}
-                for e in error.errors(include_url=False)
-            ]
+            problems = [{"field": field or "(arguments)", "problem": problem} for field, problem in validation_problems(error)]
             summary = "; ".join(f"{p['field']}: {p['problem']}" for p in problems)
             raise InvalidArgumentsError(f"invalid arguments for {name}: {summary}", {"errors": problems}) from error
         return tool, args
