@@ -54,6 +54,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from .chunking import SentenceChunker
     from .ingest import IngestConfig, IngestInterrupted, Ingestor
 
+    if not any(os.path.lexists(path) for path in args.paths):  # a typo: say so before the models load
+        print(f"surreal-kgrag ingest: nothing to ingest: no file or folder at {', '.join(args.paths)}", file=sys.stderr)
+        return EXIT_FAILED
     config = IngestConfig(
         chunker=SentenceChunker(max_tokens=args.max_tokens, overlap_tokens=args.overlap),
         show_progress=False if args.no_progress or args.json else None,

@@ -55,6 +55,13 @@ def test_a_bad_connection_setting_is_one_line_naming_the_setting(capsys):
         assert err.count("\n") == 1 and "pydantic" not in err and "Value error" not in err
 
 
+def test_ingesting_only_paths_that_do_not_exist_fails_at_once_and_creates_no_store(tmp_path, capsys):
+    url = f"surrealkv://{tmp_path / 'kg'}"
+    assert main(["ingest", str(tmp_path / "docs"), str(tmp_path / "typo.pdf"), "--db", url]) == EXIT_FAILED
+    assert "nothing to ingest: no file or folder at" in capsys.readouterr().err
+    assert not (tmp_path / "kg").exists()
+
+
 def test_bad_command_lines_exit_2_and_help_exits_0(capsys):
     assert main(["stats", "--no-such-option"]) == EXIT_USAGE
     assert main(["query"]) == EXIT_USAGE
