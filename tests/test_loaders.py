@@ -856,6 +856,16 @@ def test_a_small_compressed_pdf_whose_text_expands_past_max_pdf_chars_is_refused
     assert len(doc(path, max_pdf_chars=300_000).text) > 200_000
 
 
+def test_a_pdf_whose_every_line_recurs_digits_aside_keeps_its_text(tmp_path: Path) -> None:
+    """One line a page, the same but for its number: every line was a running header, all were
+    dropped, and the PDF was refused as having no text ("scanned images?")."""
+    steps = [f"Step {n} of 6: tighten bolt {n} of the hoist." for n in range(1, 7)]
+    path = text_pdf(tmp_path / "assembly.pdf", steps)
+    assert doc(path).text == "\n\n".join(steps)
+    folio = [f"Harbour report, page {n}\nThe pier {city} takes ships of {n * 3} metres." for n, city in enumerate("ABCDE", 1)]
+    assert "Harbour report" not in doc(text_pdf(tmp_path / "report.pdf", folio)).text  # furniture beside text still goes
+
+
 def test_a_jsonl_line_over_max_line_bytes_is_skipped_unheld_and_the_next_lines_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import surreal_kgrag.loaders.records as records
 

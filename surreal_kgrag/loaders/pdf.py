@@ -171,7 +171,8 @@ def _furniture_key(text: str) -> str:
 
 
 def _drop_furniture(pages: list[list[_PageLine]]) -> None:
-    """Remove running headers and footers: edge lines that recur on many pages, digits aside."""
+    """Remove running headers and footers: edge lines that recur on many pages, digits aside; none
+    when they are all the text there is (a page of one line each, "Step 1 of the assembly", ...)."""
     if len(pages) < 3:
         return
     seen: Counter[str] = Counter()
@@ -179,9 +180,12 @@ def _drop_furniture(pages: list[list[_PageLine]]) -> None:
         seen.update({_furniture_key(line.text) for line in _edges(lines)})
     threshold = max(3, _FURNITURE_SHARE * len(pages))
     furniture = {key for key, count in seen.items() if count >= threshold}
-    for number, lines in enumerate(pages):
+    kept = []
+    for lines in pages:
         edges = {id(line) for line in _edges(lines) if _furniture_key(line.text) in furniture}
-        pages[number] = [line for line in lines if id(line) not in edges]
+        kept.append([line for line in lines if id(line) not in edges])
+    if any(kept):
+        pages[:] = kept
 
 
 def _edges(lines: list[_PageLine]) -> list[_PageLine]:
