@@ -353,6 +353,9 @@ def test_json_array_object_and_bad_top_level(tmp_path: Path) -> None:
         ("image.html", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary"),
         ("notepad.txt", "Unicode text\r\n".encode("utf-16"), "UTF-16 text (it starts with a UTF-16 byte-order mark); re-save"),
         ("wide.md", "# Wide\n".encode("utf-32"), "UTF-32 text"),
+        ("export.txt", "Unicode text\r\n".encode("utf-16-le"), "UTF-16 text without a byte-order mark"),  # was "binary file"
+        ("export.md", "# Unicode\n".encode("utf-16-be"), "UTF-16 text without a byte-order mark"),
+        ("blob.txt", b"text\x00\x00\x00with NULs", "binary file (contains NUL bytes)"),
     ],
 )
 def test_bad_files_are_failures(tmp_path: Path, name: str, content: bytes, reason: str) -> None:

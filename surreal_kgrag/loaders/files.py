@@ -297,7 +297,15 @@ def _nul_reason(start: bytes) -> str:
                           (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16")):
         if start.startswith(bom):
             return f"{encoding} text (it starts with a {encoding} byte-order mark); re-save the file as UTF-8"
+    sample = start[: _UTF16_SAMPLE]
+    high, low = sample[1::2], sample[0::2]  # little-endian ASCII: every odd byte NUL (big-endian: every even one)
+    for zeros, letters in ((high, low), (low, high)):
+        if len(zeros) >= 2 and zeros.count(0) >= 0.9 * len(zeros) and letters.count(0) == 0:
+            return "UTF-16 text without a byte-order mark (every other byte is NUL); re-save the file as UTF-8"
     return "binary file (contains NUL bytes), not a text document"
+
+
+_UTF16_SAMPLE = 4096  # bytes of a file's start looked at for UTF-16 without a byte-order mark
 
 
 def _os_reason(exc: OSError) -> str:
