@@ -189,6 +189,26 @@ def test_deeply_nested_html_keeps_its_deep_content_or_is_refused(tmp_path: Path)
     assert "HTML nested 2,000 or more elements deep" in failure(tmp_path / "deeper.html").reason
 
 
+def test_an_html_page_of_very_many_elements_is_read_as_plain_text_without_trafilatura(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """trafilatura's time grew faster than the page (149 s for 200,000 paragraphs, hours for a
+    32 MB page); past MAX_EXTRACTED_ELEMENTS the page's text is read whole in linear time."""
+    import trafilatura
+
+    import surreal_kgrag.loaders.formats as formats
+
+    monkeypatch.setattr(formats, "MAX_EXTRACTED_ELEMENTS", 1_000, raising=False)
+    paragraphs = [f"Pier {i} of the harbour takes ships of {i % 90} metres." for i in range(2_000)]
+    path = tmp_path / "log.html"
+    path.write_text("<html><head><title>Harbour log</title></head><body>" + "".join(f"<p>{p}</p>" for p in paragraphs) + "</body></html>")
+
+    def no_extraction(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("trafilatura ran on a page past the cap")
+
+    monkeypatch.setattr(trafilatura, "extract", no_extraction)
+    d = doc(path)
+    assert d.text.split("\n") == paragraphs and d.title == "Harbour log"
+
+
 def test_html_without_text_is_a_failure(tmp_path: Path) -> None:
     path = tmp_path / "blank.html"
     path.write_text("<html><head><title></title></head><body><img src='x.png'></body></html>", encoding="utf-8")
