@@ -243,6 +243,33 @@ def test_nodes_the_vector_store_wrote_read_back_clean_through_the_kg_retriever(m
                 assert "Ines Ortega" not in llm_text and "ref_doc_id" not in llm_text and "_node" not in llm_text, llm_text
 
 
+def test_nodes_the_vector_store_wrote_show_no_serialised_node_through_langchain_or_the_agent_tools(minilm, spacy_extractor):
+    """LlamaIndex's bookkeeping (``_node_content``: the whole node serialised again, ``_node_type``)
+    is the core's to hide: no retrieved document's metadata carries it, so neither a LangChain
+    ``Document`` nor an agent tool's answer puts it in a prompt."""
+    from langchain_surreal_kgrag import SurrealKGRetriever as LangChainRetriever
+    from surreal_kgrag.tools import ToolDispatcher
+
+    reserved = {"_node_content", "_node_type"}
+    with SurrealStore("mem://") as store:
+        vector_store = SurrealKGVectorStore(store=store, embedder=minilm, extractor=spacy_extractor)
+        vector_store.add(
+            [
+                TextNode(id_="bees-node", text="Bees make honey in their hives through the summer.", metadata={"kind": "bees"}),
+                TextNode(id_="owls-node", text="Owls hunt small mammals at night over the fields.", metadata={"kind": "owls"}),
+            ]
+        )
+        core = make_retriever("hybrid", store, embedder=minilm)
+        documents = LangChainRetriever.from_retriever(core, k=2).invoke("Which insect makes honey?")
+        assert documents[0].id == "bees-node" and len(documents) == 2
+        assert all(not reserved & set(doc.metadata) and doc.metadata["kind"] for doc in documents), documents
+        tools = ToolDispatcher(store, embedder=minilm)
+        for name, arguments in (("search_chunks", {"query": "honey"}), ("get_document", {"document_id": "bees-node"})):
+            answer = tools.call(name, arguments)
+            assert '"kind"' in answer and "_node" not in answer, (name, answer)
+        assert vector_store.get_nodes(["bees-node"])[0].metadata == {"kind": "bees"}
+
+
 def test_a_node_embedded_by_another_model_is_refused_before_anything_is_written(minilm, spacy_extractor):
     """A node whose embedding has another dimension than the store's model was embedded by another
     model: the index's queries would not match the store's vectors, so the insert fails, naming it."""

@@ -5,13 +5,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, computed_field
+from pydantic import BaseModel, BeforeValidator, Field, computed_field, model_validator
 
 from ..wire import without_nulls
 
 Channel = Literal["vector", "text", "concept", "graph", "document"]
-#: A document's metadata as stored: a stored null reads as None.
-Metadata = Annotated[dict[str, Any], BeforeValidator(lambda value: without_nulls(value or {}))]
+#: What a framework's vector store writes beside a node's metadata to rebuild the node (LlamaIndex's
+#: ``node_to_metadata_dict``: the node serialised again, and its type). Never part of a result's
+#: ``metadata``, which reaches prompts; a retrieved document keeps them in ``node_storage``.
+RESERVED_METADATA_KEYS = frozenset({"_node_content", "_node_type"})
+
+
+def _shown(value: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {key: item for key, item in without_nulls(value or {}).items() if key not in RESERVED_METADATA_KEYS}
+
+
+#: A document's metadata as stored, less ``RESERVED_METADATA_KEYS``: a stored null reads as None.
+Metadata = Annotated[dict[str, Any], BeforeValidator(_shown)]
 
 
 class ConceptMatch(BaseModel):
@@ -59,6 +69,20 @@ class RetrievedDocument(BaseModel):
     chunks: list[ChunkHit]
     chunk_count: int | None = Field(None, description="chunks the document has (indexes 0 .. chunk_count - 1), when the query read it")
     provenance: list[ProvenancePath] = Field(default_factory=list)
+    node_storage: dict[str, Any] = Field(
+        default_factory=dict,
+        exclude=True,
+        repr=False,
+        description="the stored metadata's RESERVED_METADATA_KEYS, for the framework that wrote them; never serialised",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _set_aside_node_storage(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "node_storage" not in data and isinstance(data.get("metadata"), Mapping):
+            reserved = {key: data["metadata"][key] for key in RESERVED_METADATA_KEYS if key in data["metadata"]}
+            return {**data, "node_storage": reserved}
+        return data
 
     @property
     def concepts(self) -> list[ConceptMatch]:

@@ -38,11 +38,9 @@ from .filters import to_core_filter
 DEFAULT_TOP_K = 4
 
 BOOKKEEPING_KEYS = ["document_id", "document_score", "chunk_index", "concepts", "mode"]
-# What a LlamaIndex vector store writes beside a node's metadata to rebuild the node
-# (``node_to_metadata_dict``), as SurrealKGVectorStore does: the node serialised again and its type
-# are left out of a retrieved chunk's metadata; the ids of the document it came from are kept, out
-# of the text the LLM and embedders see.
-NODE_STORAGE_KEYS = frozenset({"_node_content", "_node_type"})
+# The ids of the document a node the vector store wrote came from (``node_to_metadata_dict``): kept
+# in a chunk's metadata, out of the text the LLM and embedders see. The serialised node itself is the
+# core's ``RetrievedDocument.node_storage``, never metadata.
 NODE_SOURCE_KEYS = ["doc_id", "ref_doc_id"]
 
 
@@ -202,9 +200,9 @@ def chunk_node(doc: RetrievedDocument, chunk: ChunkHit, mode: str, chunk_count: 
     """A ``TextNode`` for one retrieved chunk, related to its document and, when known, its neighbours.
     The chunk of a node a LlamaIndex vector store wrote has that node's metadata and, as its source,
     the node's source document (``ref_doc_id``), as the vector store's own queries return it."""
-    written = "_node_content" in doc.metadata
+    written = "_node_content" in doc.node_storage
     metadata = {
-        **{key: value for key, value in doc.metadata.items() if key not in NODE_STORAGE_KEYS},
+        **doc.metadata,
         "document_id": doc.id,
         "title": doc.title,
         "source": doc.source,
@@ -217,7 +215,7 @@ def chunk_node(doc: RetrievedDocument, chunk: ChunkHit, mode: str, chunk_count: 
         "concepts": [concept.name for concept in chunk.concepts],
         "mode": mode,
     }
-    excluded = _node_exclusions(doc.metadata["_node_content"]) if written else {}
+    excluded = _node_exclusions(doc.node_storage["_node_content"]) if written else {}
     source = str(doc.metadata["ref_doc_id"]) if written and doc.metadata.get("ref_doc_id") else doc.id
     relationships = {
         NodeRelationship.SOURCE: RelatedNodeInfo(
