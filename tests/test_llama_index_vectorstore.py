@@ -141,6 +141,30 @@ def test_mmr_and_node_ids(hotpot):
         vector_store.query(VectorStoreQuery(query_embedding=embedding, mode=VectorStoreQueryMode.SPARSE))
 
 
+def test_mmr_settings_sent_as_the_retrievers_keywords_are_used(hotpot):
+    """``as_retriever(vector_store_query_mode="mmr", vector_store_kwargs={...})`` sends ``mmr_threshold``
+    and ``mmr_prefetch_factor`` as keywords of ``query``, not on the ``VectorStoreQuery``."""
+    vector_store, _, queries = hotpot
+    question = queries[1]["question"]
+    index = VectorStoreIndex.from_vector_store(vector_store, embed_model=vector_store.embed_model)
+    embedding = vector_store.embed_model.get_query_embedding(question)
+
+    def mmr(**kwargs):
+        retriever = index.as_retriever(similarity_top_k=4, vector_store_query_mode="mmr", vector_store_kwargs=kwargs)
+        return [hit.node.node_id for hit in retriever.retrieve(question)]
+
+    plain = vector_store.query(VectorStoreQuery(query_embedding=embedding, similarity_top_k=4)).ids
+    diverse = vector_store.query(
+        VectorStoreQuery(query_embedding=embedding, similarity_top_k=4, mode=VectorStoreQueryMode.MMR, mmr_threshold=0.1)
+    ).ids
+    assert set(diverse) != set(plain)
+    assert mmr(mmr_threshold=1.0) == plain
+    assert mmr(mmr_threshold=0.1) == diverse
+    assert sorted(mmr(mmr_threshold=0.1, mmr_prefetch_factor=1)) == sorted(plain)
+    with pytest.raises(ValueError, match="not both"):
+        mmr(mmr_prefetch_k=8, mmr_prefetch_factor=2)
+
+
 def test_the_graph_modes_work_on_the_same_nodes(hotpot):
     vector_store, _, queries = hotpot
     stats = get_stats(vector_store.client)

@@ -45,7 +45,9 @@ class SurrealKGVectorStore(BasePydanticVectorStore):
     scope every read stays in; written nodes carry ``labels`` (default: ``access``); a scoped store
     deletes only what it can read. Similarities are the cosine similarity of a node's best chunk to
     the query (-1 .. 1). Query modes: ``DEFAULT`` and ``MMR`` (``mmr_threshold`` is the lambda,
-    relevance measured against the query).
+    relevance measured against the query; given on the query or, as LlamaIndex's retrievers send it,
+    as the ``mmr_threshold`` keyword of ``query``, with ``mmr_prefetch_k`` or ``mmr_prefetch_factor``
+    setting how many candidates it picks from).
     """
 
     stores_text: bool = True
@@ -255,9 +257,13 @@ def _mmr_args(query: VectorStoreQuery, kwargs: Mapping[str, Any]) -> dict[str, A
     args = _search_args(query)
     if args.pop("ids") is not None:
         raise ValueError("an MMR query cannot be limited to node_ids")
-    prefetch = kwargs.get("mmr_prefetch_k") or MMR_PREFETCH_FACTOR * query.similarity_top_k
-    lambda_mult = 0.5 if query.mmr_threshold is None else query.mmr_threshold
-    return {**args, "fetch_k": int(prefetch), "lambda_mult": lambda_mult}
+    if kwargs.get("mmr_prefetch_k") is not None and kwargs.get("mmr_prefetch_factor") is not None:
+        raise ValueError("give mmr_prefetch_k or mmr_prefetch_factor, not both")
+    factor = kwargs.get("mmr_prefetch_factor") or MMR_PREFETCH_FACTOR
+    prefetch = kwargs.get("mmr_prefetch_k") or factor * query.similarity_top_k
+    # index.as_retriever(vector_store_kwargs={"mmr_threshold": ...}) sends it as a keyword, not on the query
+    threshold = query.mmr_threshold if query.mmr_threshold is not None else kwargs.get("mmr_threshold")
+    return {**args, "fetch_k": int(prefetch), "lambda_mult": 0.5 if threshold is None else float(threshold)}
 
 
 def _ids(node_ids: list[str] | None) -> list[str]:
