@@ -241,6 +241,23 @@ def test_rerank_postprocessor_reorders_by_document(retriever):
     assert reranked[0].score == 3.0  # the reranker's document score, given to each of its nodes
 
 
+class SyncOnlyKeywordReranker:
+    """A reranker with ``rerank`` alone, which the postprocessor's field and the core accept."""
+
+    def rerank(self, query, documents, *, k, query_embedding=None):
+        return KeywordReranker().rerank(query, documents, k=k, query_embedding=query_embedding)
+
+
+async def test_rerank_postprocessor_async_with_a_reranker_without_arerank(retriever):
+    nodes = await retriever.aretrieve(QUESTION)
+    postprocessor = SurrealKGRerankPostprocessor(reranker=SyncOnlyKeywordReranker(), top_n=1)
+    query = "piezoelectric crystallography magnetism"
+    reranked = await postprocessor.apostprocess_nodes(nodes, query_str=query)
+    expected = postprocessor.postprocess_nodes(nodes, query_str=query)
+    assert [(n.node.node_id, n.score) for n in reranked] == [(n.node.node_id, n.score) for n in expected]
+    assert "pierre-curie" in reranked[0].node.ref_doc_id
+
+
 async def test_rerank_postprocessor_in_a_query_engine(retriever):
     postprocessor = SurrealKGRerankPostprocessor(reranker=KeywordReranker(), top_n=2)
     engine = RetrieverQueryEngine.from_args(retriever, llm=MockLLM(), node_postprocessors=[postprocessor])

@@ -8,6 +8,8 @@ with its document's new score.
 
 from __future__ import annotations
 
+import asyncio
+from functools import partial
 from typing import Any
 
 from llama_index.core.bridge.pydantic import Field
@@ -19,7 +21,8 @@ from surreal_kgrag import ChunkHit, RetrievedDocument
 
 
 class SurrealKGRerankPostprocessor(BaseNodePostprocessor):
-    """Reranks nodes by document with a surreal-kgrag reranker (sync ``rerank``, async ``arerank``)."""
+    """Reranks nodes by document with a surreal-kgrag reranker (sync ``rerank``; async ``arerank``,
+    or ``rerank`` in a worker thread when the reranker has no ``arerank``)."""
 
     reranker: Any = Field(description="an object with rerank(query, documents, *, k, query_embedding=None)", exclude=True)
     top_n: int | None = Field(None, ge=1, description="documents kept (default: all)")
@@ -45,9 +48,9 @@ class SurrealKGRerankPostprocessor(BaseNodePostprocessor):
         documents, groups = nodes_to_documents(nodes)
         if not documents:
             return []
-        ranked = await self.reranker.arerank(
-            query.query_str, documents, k=self.top_n or len(documents), query_embedding=query.embedding
-        )
+        # a reranker with rerank alone (what the core's retrievers accept too) runs in a worker thread
+        arerank = getattr(self.reranker, "arerank", None) or partial(asyncio.to_thread, self.reranker.rerank)
+        ranked = await arerank(query.query_str, documents, k=self.top_n or len(documents), query_embedding=query.embedding)
         return _regroup(ranked, groups)
 
 
