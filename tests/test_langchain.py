@@ -183,6 +183,24 @@ def test_from_retriever_and_add_documents_on_a_mem_store(minilm, spacy_extractor
         assert retriever.invoke("tea", k=1)[0].id == "tea"
 
 
+def test_a_wrapped_retriever_made_configurable_searches_the_same_store(minilm, spacy_extractor):
+    """``configurable_fields`` builds a new retriever from the fields on every call: one made by
+    ``from_retriever`` must still search the core it wraps, not the default store."""
+    from langchain_core.runnables import ConfigurableField
+
+    with SurrealStore("mem://") as store:
+        retriever = SurrealKGRetriever.from_retriever(make_retriever("chunk", store, embedder=minilm), k=2)
+        retriever.add_documents(
+            [Document(id="bees", page_content="Bees make honey in their hives."), Document(id="owls", page_content="Owls hunt mice.")],
+            extractor=spacy_extractor,
+        )
+        configurable = retriever.configurable_fields(k=ConfigurableField(id="k"))
+        assert [d.id for d in configurable.invoke("honey")] == ["bees", "owls"]
+        assert [d.id for d in configurable.invoke("honey", config={"configurable": {"k": 1}})] == ["bees"]
+        with pytest.raises(ValueError, match="from_retriever"):
+            SurrealKGRetriever(wrapped_core=retriever.wrapped_core, db_url="mem://")
+
+
 async def test_aadd_documents(minilm, spacy_extractor):
     async with SurrealStore("mem://") as store:
         retriever = SurrealKGRetriever.from_retriever(make_retriever("chunk", store, embedder=minilm))

@@ -84,9 +84,15 @@ class SurrealKGRetriever(BaseRetriever):
         default_factory=dict, description="other core RetrieverConfig fields: candidates, ef, threshold"
     )
     max_chunks_per_document: int = Field(3, ge=1, description="chunks of a document joined into page_content")
+    wrapped_core: Any = Field(
+        None,
+        exclude=True,
+        repr=False,
+        description="the core retriever from_retriever() wraps: a field, so a copy LangChain builds from the fields "
+        "(configurable_fields) searches the same store",
+    )
 
     _lazy: LazyRetriever = PrivateAttr()
-    _wrapped: bool = PrivateAttr(default=False)
 
     @field_validator("filters")
     @classmethod
@@ -95,7 +101,17 @@ class SurrealKGRetriever(BaseRetriever):
         return value
 
     def model_post_init(self, context: Any, /) -> None:
-        self._lazy = self._build()
+        if self.wrapped_core is None:
+            self._lazy = self._build()
+            return
+        defaults = {name: field.get_default(call_default_factory=True) for name, field in type(self).model_fields.items()}
+        changed = sorted(name for name in CORE_FIELDS - {"mode"} if getattr(self, name) != defaults[name])
+        if changed or self.mode != self.wrapped_core.mode:
+            raise ValueError(
+                f"{', '.join(changed) or 'mode'} of a retriever made by from_retriever() is the wrapped core retriever's; "
+                "build a new one instead"
+            )
+        self._lazy = LazyRetriever.wrap(self.wrapped_core)
 
     def _build(self) -> LazyRetriever:
         # The scope (access, filters) is applied per call, so changing it needs no new core.
@@ -113,7 +129,7 @@ class SurrealKGRetriever(BaseRetriever):
         )
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in CORE_FIELDS and getattr(self, "_wrapped", False):
+        if name == "wrapped_core" or (name in CORE_FIELDS and self.wrapped_core is not None):
             raise ValueError(f"{name} of a retriever made by from_retriever() is the wrapped core retriever's; build a new one instead")
         super().__setattr__(name, value)
         if name in CORE_FIELDS:
@@ -125,17 +141,14 @@ class SurrealKGRetriever(BaseRetriever):
         """Wrap a core retriever (its store, mode, embedder, reranker and ``k``); the caller keeps
         owning the store. ``k``, ``access``, ``filters`` (both narrow the core's scope) and
         ``max_chunks_per_document`` may be given; the core's own settings may not."""
-        refused = sorted(set(kwargs) & CORE_FIELDS)
+        refused = sorted(set(kwargs) & (CORE_FIELDS | {"wrapped_core"}))
         if refused:
             raise TypeError(
                 f"from_retriever() takes the core retriever's own {', '.join(refused)}; "
                 "set them on the core retriever, or build SurrealKGRetriever(...) from settings"
             )
         kwargs.setdefault("k", retriever.config.k)
-        instance = cls(mode=retriever.mode, **kwargs)
-        instance._lazy = LazyRetriever.wrap(retriever)
-        instance._wrapped = True
-        return instance
+        return cls(mode=retriever.mode, wrapped_core=retriever, **kwargs)
 
     @property
     def core(self) -> CoreRetriever:
