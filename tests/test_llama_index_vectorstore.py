@@ -294,6 +294,33 @@ def test_nodes_the_vector_store_wrote_show_no_serialised_node_through_langchain_
         assert vector_store.get_nodes(["bees-node"])[0].metadata == {"kind": "bees"}
 
 
+async def test_the_embed_models_async_batches_leave_the_event_loop_running(minilm):
+    """``aget_text_embedding_batch`` (what ``VectorStoreIndex(use_async=True)`` and ``ainsert`` call) is
+    the core embedder's ``aembed_documents``: MiniLM runs in a worker thread, not on the event loop."""
+    import asyncio
+    import time
+
+    with SurrealStore("mem://") as store:
+        embed_model = SurrealKGVectorStore(store=store, embedder=minilm).embed_model
+    texts = [f"Passage {i} about rivers, bridges and the towns along them, item {i}." for i in range(400)]
+    ticks: list[float] = []
+
+    async def ticker() -> None:
+        while True:
+            ticks.append(time.perf_counter())
+            await asyncio.sleep(0.01)
+
+    running = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    started = time.perf_counter()
+    vectors = await embed_model.aget_text_embedding_batch(texts)
+    finished = time.perf_counter()
+    running.cancel()
+    assert len(vectors) == len(texts) and vectors[3] == pytest.approx(embed_model.get_text_embedding(texts[3]), abs=1e-5)
+    longest_stall = max(b - a for a, b in zip([started, *ticks], [*ticks, finished]) if b >= started and a <= finished)
+    assert longest_stall < (finished - started) / 2, (longest_stall, finished - started)
+
+
 def test_a_node_embedded_by_another_model_is_refused_before_anything_is_written(minilm, spacy_extractor):
     """A node whose embedding has another dimension than the store's model was embedded by another
     model: the index's queries would not match the store's vectors, so the insert fails, naming it."""

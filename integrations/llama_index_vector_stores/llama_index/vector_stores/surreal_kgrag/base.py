@@ -170,7 +170,8 @@ class SurrealKGVectorStore(BasePydanticVectorStore):
 
 
 class CoreEmbedding(BaseEmbedding):
-    """A core embedder (``surreal_kgrag.embed``) as a LlamaIndex ``BaseEmbedding``."""
+    """A core embedder (``surreal_kgrag.embed``) as a LlamaIndex ``BaseEmbedding``; the async methods
+    are the embedder's own (a batch at a time, off the event loop for a local model)."""
 
     _embedder: Embedder = PrivateAttr()
 
@@ -195,6 +196,12 @@ class CoreEmbedding(BaseEmbedding):
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         return [[float(x) for x in row] for row in self._embedder.embed_documents(texts)]
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return (await self._aget_text_embeddings([text]))[0]
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return [[float(x) for x in row] for row in await self._embedder.aembed_documents(texts)]
 
 
 def _rows(nodes: Sequence[BaseNode], embedder: Embedder) -> tuple[list[str], list[dict[str, Any]], list[str]]:
