@@ -7,7 +7,7 @@ so every retrieval mode works on it), with ``IngestConfig.keep_text`` so it read
 
 - :meth:`TextStore.add` writes texts under caller ids (a uuid4 when an id is None) and returns the ids;
   adding an id again replaces that text (an unchanged one is skipped).
-- :meth:`TextStore.get` by ids; :meth:`TextStore.delete` by ids, by filter, or both.
+- :meth:`TextStore.get` by ids, by filter, or both; :meth:`TextStore.delete` by ids, by filter, or both.
 - :meth:`TextStore.search`: the ``k`` nearest texts to a query or a vector, each scored by its best
   chunk's cosine similarity to the query (-1 .. 1), within the scope and an optional filter.
 - :meth:`TextStore.mmr`: maximal marginal relevance over the ``fetch_k`` nearest, relevance measured
@@ -188,12 +188,13 @@ class TextStore:
 
     # -- reads -----------------------------------------------------------------------------------
 
-    def get(self, ids: Sequence[str], *, filters: Mapping[str, Any] | None = None) -> list[StoredText]:
+    def get(self, ids: Sequence[str] | None, *, filters: Mapping[str, Any] | None = None) -> list[StoredText]:
         """The texts with these ids, in the order asked; missing ids (or ids outside the scope or
-        ``filters``) are left out."""
+        ``filters``) are left out. ``ids=None``: every text in the scope matching ``filters``, which
+        must then be given."""
         return plans.run(self.store, self._get(ids, filters))
 
-    async def aget(self, ids: Sequence[str], *, filters: Mapping[str, Any] | None = None) -> list[StoredText]:
+    async def aget(self, ids: Sequence[str] | None, *, filters: Mapping[str, Any] | None = None) -> list[StoredText]:
         return await plans.arun(self.store, self._get(ids, filters))
 
     def search(
@@ -256,15 +257,22 @@ class TextStore:
             self._ready = bool((yield Query("store_meta"))[-1])
         return self._ready
 
-    def _get(self, ids: Sequence[str], filters: Mapping[str, Any] | None) -> Plan[list[StoredText]]:
-        keys = list(dict.fromkeys(_keys(ids)))
-        if not keys or not (yield from self._initialised()):
-            return []
+    def _get(self, ids: Sequence[str] | None, filters: Mapping[str, Any] | None) -> Plan[list[StoredText]]:
         spec = metadata_filter(filters)
+        if ids is None and spec is None:
+            raise ConfigurationError("get needs ids or filters (reading every text at once is not offered)")
+        if not (yield from self._initialised()):
+            return []
+        keys = list(dict.fromkeys(_keys(ids))) if ids is not None else (yield from self._matching(spec))
         found: dict[str, StoredText] = {}
         for batch in batches(keys, IDS_PER_QUERY):
             found |= yield from self._read(batch, spec)
         return [found[key] for key in keys if key in found]
+
+    def _matching(self, filters: Mapping[str, Any] | None) -> Plan[list[str]]:
+        condition = self.scope.narrow(filters=filters).compile()
+        rows = (yield Query("vector_keys", {"ids": None, **condition.params}, {"filter": condition}))[-1]
+        return [str(row.id) for row in rows]
 
     def _read(self, keys: Sequence[str], filters: Mapping[str, Any] | None = None) -> Plan[dict[str, StoredText]]:
         condition = self.scope.restrict(filters)

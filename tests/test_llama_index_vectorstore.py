@@ -25,7 +25,7 @@ from llama_index.core.vector_stores.types import (
 from llama_index.retrievers.surreal_kgrag import UnsupportedFilterError
 from llama_index.vector_stores.surreal_kgrag import SurrealKGVectorStore
 
-from surreal_kgrag import SurrealStore, get_stats, make_retriever
+from surreal_kgrag import ConfigurationError, SurrealStore, get_stats, make_retriever
 
 HOTPOTQA = Path("/work/shared/bench/hotpotqa")
 PASSAGES = 200
@@ -200,6 +200,23 @@ def test_index_inserts_deletes_and_clears(minilm, spacy_extractor):
         assert {n.node.ref_doc_id for n in index.as_retriever(similarity_top_k=5).retrieve("honey")} == {"owls"}
         vector_store.clear()
         assert index.as_retriever(similarity_top_k=5).retrieve("honey") == []
+
+
+async def test_get_nodes_by_filters_alone(minilm, spacy_extractor):
+    """``get_nodes(filters=...)`` without ids returns every node matching (LlamaIndex's contract); with
+    neither it is refused rather than reading the whole store."""
+    kinds = {"owls": "bird", "bees": "insect", "ants": "insect"}
+    with SurrealStore("mem://") as store:
+        vector_store = SurrealKGVectorStore(store=store, embedder=minilm, extractor=spacy_extractor)
+        vector_store.add([TextNode(id_=name, text=f"Notes on {name} and where they live.", metadata={"kind": kind}) for name, kind in kinds.items()])
+        insects = MetadataFilters(filters=[MetadataFilter(key="kind", value="insect")])
+        assert sorted(n.node_id for n in vector_store.get_nodes(filters=insects)) == ["ants", "bees"]
+        assert sorted(n.node_id for n in await vector_store.aget_nodes(filters=insects)) == ["ants", "bees"]
+        assert vector_store.get_nodes(["owls", "bees"], filters=insects)[0].get_content() == "Notes on bees and where they live."
+        outsider = SurrealKGVectorStore(store=store, embedder=minilm, access=["other"])
+        assert outsider.get_nodes(filters=insects) == []
+        with pytest.raises(ConfigurationError, match="ids or filters"):
+            vector_store.get_nodes()
 
 
 def test_not_and_is_empty_match_llama_index_s_own_filter_function(minilm, spacy_extractor):

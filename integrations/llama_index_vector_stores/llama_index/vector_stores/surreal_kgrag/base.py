@@ -148,11 +148,12 @@ class SurrealKGVectorStore(BasePydanticVectorStore):
     # -- reads -----------------------------------------------------------------------------------
 
     def get_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None) -> list[BaseNode]:
-        """The nodes with these ids (missing ones left out); ``filters`` narrows them."""
-        return [_node(item) for item in self._texts.get(_ids(node_ids), filters=to_core_filter(filters))]
+        """The nodes with these ids (missing ones left out); ``filters`` narrows them. With
+        ``node_ids=None``, every node matching ``filters`` (which must then be given)."""
+        return [_node(item) for item in self._texts.get(node_ids, filters=to_core_filter(filters))]
 
     async def aget_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None) -> list[BaseNode]:
-        return [_node(item) for item in await self._texts.aget(_ids(node_ids), filters=to_core_filter(filters))]
+        return [_node(item) for item in await self._texts.aget(node_ids, filters=to_core_filter(filters))]
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         if query.mode == VectorStoreQueryMode.MMR:
@@ -271,9 +272,3 @@ def _mmr_args(query: VectorStoreQuery, kwargs: Mapping[str, Any]) -> dict[str, A
     # index.as_retriever(vector_store_kwargs={"mmr_threshold": ...}) sends it as a keyword, not on the query
     threshold = query.mmr_threshold if query.mmr_threshold is not None else kwargs.get("mmr_threshold")
     return {**args, "fetch_k": int(prefetch), "lambda_mult": 0.5 if threshold is None else float(threshold)}
-
-
-def _ids(node_ids: list[str] | None) -> list[str]:
-    if node_ids is None:
-        raise ValueError("get_nodes needs node_ids (find nodes by filters with query() or a retriever)")
-    return node_ids
