@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from .checks import IDS_PER_QUERY, batches
 from .db import SurrealStore, checked_int
@@ -45,7 +45,7 @@ from .retrieval import ChunkRetriever, Scope
 from .retrieval import plan as plans
 from .retrieval.filters import FilterError, check_filter_size
 from .retrieval.plan import Call, Plan, Query
-from .wire import without_nulls
+from .retrieval.results import Metadata, WithNodeStorage
 
 __all__ = [
     "StoredText",
@@ -61,12 +61,12 @@ __all__ = [
 VECTOR_QUERY = "<vector>"
 
 
-class StoredText(BaseModel):
-    """One stored text as a vector store returns it."""
+class StoredText(WithNodeStorage):
+    """One stored text as a vector store returns it (LlamaIndex's node bookkeeping in ``node_storage``)."""
 
     id: str
     text: str
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: Metadata = Field(default_factory=dict)
     score: float | None = Field(None, description="cosine similarity of its best chunk to the query (-1 .. 1); None from get()")
 
 
@@ -279,7 +279,7 @@ class TextStore:
         params = {"ids": [document_id(key) for key in keys], **condition.params}
         rows = (yield Query("vector_texts", params, {"filter": condition}))[-1]
         return {
-            str(row["key"]): StoredText(id=str(row["key"]), text=row["text"] or "", metadata=without_nulls(row["metadata"] or {}))
+            str(row["key"]): StoredText(id=str(row["key"]), text=row["text"] or "", metadata=row["metadata"] or {})
             for row in rows
         }
 

@@ -289,6 +289,7 @@ def test_nodes_the_vector_store_wrote_show_no_serialised_node_through_langchain_
     is the core's to hide: no retrieved document's metadata carries it, so neither a LangChain
     ``Document`` nor an agent tool's answer puts it in a prompt."""
     from langchain_surreal_kgrag import SurrealKGRetriever as LangChainRetriever
+    from langchain_surreal_kgrag import SurrealKGVectorStore as LangChainVectorStore
     from surreal_kgrag.tools import ToolDispatcher
 
     reserved = {"_node_content", "_node_type"}
@@ -309,6 +310,9 @@ def test_nodes_the_vector_store_wrote_show_no_serialised_node_through_langchain_
             answer = tools.call(name, arguments)
             assert '"kind"' in answer and "_node" not in answer, (name, answer)
         assert vector_store.get_nodes(["bees-node"])[0].metadata == {"kind": "bees"}
+        langchain_store = LangChainVectorStore(minilm, store=store)
+        read = [*langchain_store.get_by_ids(["bees-node"]), *langchain_store.similarity_search("honey", k=2)]
+        assert len(read) == 3 and all(not reserved & set(doc.metadata) and doc.metadata["kind"] for doc in read), read
 
 
 async def test_the_embed_models_async_batches_leave_the_event_loop_running(minilm):

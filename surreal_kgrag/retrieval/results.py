@@ -60,15 +60,10 @@ class ProvenancePath(BaseModel):
         return f"query -[{self.channel} {self.score:.3f}]-> {hop}{concept}chunk {self.chunk_id} -> document {self.document_id}"
 
 
-class RetrievedDocument(BaseModel):
-    id: str = Field(description="the document key (corpus id or file path)")
-    title: str | None
-    source: str
-    metadata: Metadata
-    score: float
-    chunks: list[ChunkHit]
-    chunk_count: int | None = Field(None, description="chunks the document has (indexes 0 .. chunk_count - 1), when the query read it")
-    provenance: list[ProvenancePath] = Field(default_factory=list)
+class WithNodeStorage(BaseModel):
+    """A stored document read back: ``metadata`` (``Metadata``) without the reserved keys, which are
+    set aside in ``node_storage``."""
+
     node_storage: dict[str, Any] = Field(
         default_factory=dict,
         exclude=True,
@@ -84,6 +79,16 @@ class RetrievedDocument(BaseModel):
             return {**data, "node_storage": reserved}
         return data
 
+
+class RetrievedDocument(WithNodeStorage):
+    id: str = Field(description="the document key (corpus id or file path)")
+    title: str | None
+    source: str
+    metadata: Metadata
+    score: float
+    chunks: list[ChunkHit]
+    chunk_count: int | None = Field(None, description="chunks the document has (indexes 0 .. chunk_count - 1), when the query read it")
+    provenance: list[ProvenancePath] = Field(default_factory=list)
     @property
     def concepts(self) -> list[ConceptMatch]:
         seen: dict[str, ConceptMatch] = {}

@@ -222,8 +222,8 @@ def _rows(nodes: Sequence[BaseNode], embedder: Embedder) -> tuple[list[str], lis
 
 def _node(item: StoredText) -> BaseNode:
     """The node as it was added; a document ingested another way becomes a ``TextNode``."""
-    if "_node_content" in item.metadata:
-        node = metadata_dict_to_node(item.metadata, text=item.text)
+    if "_node_content" in item.node_storage:
+        node = metadata_dict_to_node({**item.metadata, **item.node_storage}, text=item.text)
         node.id_ = item.id
         return node
     return TextNode(id_=item.id, text=item.text, metadata=dict(item.metadata))
