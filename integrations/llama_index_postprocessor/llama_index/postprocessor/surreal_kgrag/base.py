@@ -9,7 +9,6 @@ with its document's new score.
 from __future__ import annotations
 
 import asyncio
-from functools import partial
 from typing import Any
 
 from llama_index.core.bridge.pydantic import Field
@@ -48,9 +47,12 @@ class SurrealKGRerankPostprocessor(BaseNodePostprocessor):
         documents, groups = nodes_to_documents(nodes)
         if not documents:
             return []
-        # a reranker with rerank alone (what the core's retrievers accept too) runs in a worker thread
-        arerank = getattr(self.reranker, "arerank", None) or partial(asyncio.to_thread, self.reranker.rerank)
-        ranked = await arerank(query.query_str, documents, k=self.top_n or len(documents), query_embedding=query.embedding)
+        options = {"k": self.top_n or len(documents), "query_embedding": query.embedding}
+        arerank = getattr(self.reranker, "arerank", None)
+        if arerank is not None:
+            ranked = await arerank(query.query_str, documents, **options)
+        else:  # a reranker with rerank alone (what the core's retrievers accept too) runs in a worker thread
+            ranked = await asyncio.to_thread(self.reranker.rerank, query.query_str, documents, **options)
         return _regroup(ranked, groups)
 
 
