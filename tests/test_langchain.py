@@ -183,6 +183,27 @@ def test_from_retriever_and_add_documents_on_a_mem_store(minilm, spacy_extractor
         assert retriever.invoke("tea", k=1)[0].id == "tea"
 
 
+def test_grouped_by_chunk_each_document_is_its_chunk(minilm, spacy_extractor):
+    """group_by="chunk" returns a source document once per chunk: the Documents' ids must stay unique."""
+    rivers = " ".join(
+        f"The {name} flows through {city}, where its bridges carry trams and its banks hold markets and parks."
+        for name, city in [("Danube", "Vienna"), ("Danube", "Budapest"), ("Danube", "Belgrade"), ("Vltava", "Prague")] * 6
+    )
+    with SurrealStore("mem://") as store:
+        core = make_retriever("chunk", store, embedder=minilm, group_by="chunk")
+        retriever = SurrealKGRetriever.from_retriever(core, k=6)
+        retriever.add_documents(
+            [Document(id="rivers", page_content=rivers), Document(id="tea", page_content="Green tea grows in Shizuoka.")],
+            extractor=spacy_extractor,
+        )
+        assert get_stats(store).chunks >= 4
+        found = retriever.invoke("Which river flows through Budapest?")
+        rivers_found = [d for d in found if d.metadata["document_id"] == "rivers"]
+        assert len(rivers_found) >= 2
+        assert len({d.id for d in found}) == len(found)
+        assert all(d.id == d.metadata["chunk_ids"][0] and len(d.metadata["chunk_ids"]) == 1 for d in found)
+
+
 def test_a_wrapped_retriever_made_configurable_searches_the_same_store(minilm, spacy_extractor):
     """``configurable_fields`` builds a new retriever from the fields on every call: one made by
     ``from_retriever`` must still search the core it wraps, not the default store."""

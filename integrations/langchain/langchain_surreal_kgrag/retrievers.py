@@ -15,7 +15,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
-from surreal_kgrag import IngestConfig, Ingestor, RetrievedDocument, Scope
+from surreal_kgrag import IngestConfig, Ingestor, RetrievalResult, RetrievedDocument, Scope
 from surreal_kgrag.lazy import LazyRetriever
 from surreal_kgrag.loaders import from_langchain
 from surreal_kgrag.retrieval import BaseRetriever as CoreRetriever
@@ -165,8 +165,8 @@ class SurrealKGRetriever(BaseRetriever):
         k: int | None = None,
         filters: Filter | None = None,
     ) -> list[Document]:
-        result = self.core.search(query, **self._search_args(k, filters))
-        return [self._to_document(doc, result.mode) for doc in result.documents]
+        core = self.core
+        return self._to_documents(core, core.search(query, **self._search_args(k, filters)))
 
     async def _aget_relevant_documents(
         self,
@@ -176,8 +176,8 @@ class SurrealKGRetriever(BaseRetriever):
         k: int | None = None,
         filters: Filter | None = None,
     ) -> list[Document]:
-        result = await self.core.asearch(query, **self._search_args(k, filters))
-        return [self._to_document(doc, result.mode) for doc in result.documents]
+        core = self.core
+        return self._to_documents(core, await core.asearch(query, **self._search_args(k, filters)))
 
     def _search_args(self, k: int | None, filters: Filter | None) -> dict[str, Any]:
         args: dict[str, Any] = {"k": self.k if k is None else checked_int("k", k, maximum=1000)}
@@ -185,7 +185,12 @@ class SurrealKGRetriever(BaseRetriever):
             args["filters"] = filters
         return args
 
-    def _to_document(self, doc: RetrievedDocument, mode: str) -> Document:
+    def _to_documents(self, core: CoreRetriever, result: RetrievalResult) -> list[Document]:
+        # group_by="chunk" returns a document once per chunk: each Document is then its chunk, by id
+        per_chunk = core.config.group_by == "chunk"
+        return [self._to_document(doc, result.mode, per_chunk) for doc in result.documents]
+
+    def _to_document(self, doc: RetrievedDocument, mode: str, per_chunk: bool = False) -> Document:
         chunks = sorted(doc.chunks[: self.max_chunks_per_document], key=lambda c: c.index)
         metadata = {
             **doc.metadata,
@@ -202,7 +207,8 @@ class SurrealKGRetriever(BaseRetriever):
             "chunk_sections": [" > ".join(c.section) for c in chunks],
             "provenance": [path.model_dump() for path in doc.provenance],
         }
-        return Document(id=doc.id, page_content=CHUNK_SEPARATOR.join(c.content for c in chunks), metadata=metadata)
+        document_id = chunks[0].id if per_chunk and chunks else doc.id
+        return Document(id=document_id, page_content=CHUNK_SEPARATOR.join(c.content for c in chunks), metadata=metadata)
 
     # -- ingestion and lifecycle ------------------------------------------------------------------
 
