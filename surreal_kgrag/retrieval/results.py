@@ -89,6 +89,7 @@ class RetrievedDocument(WithNodeStorage):
     chunks: list[ChunkHit]
     chunk_count: int | None = Field(None, description="chunks the document has (indexes 0 .. chunk_count - 1), when the query read it")
     provenance: list[ProvenancePath] = Field(default_factory=list)
+
     @property
     def concepts(self) -> list[ConceptMatch]:
         seen: dict[str, ConceptMatch] = {}
