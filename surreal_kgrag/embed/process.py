@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..deadline import kill_after
 from ..errors import ConfigurationError
 from .base import check_texts
 from .child import LENGTH, read_reply
@@ -231,20 +232,11 @@ class ProcessEmbedding:
     def _watch(self, child: subprocess.Popen[bytes]) -> None:
         """Read the child's first reply (it loads the model meanwhile; texts go to it after), then
         stop it if a reply is late: the caller waiting for it then reads the end of the pipe."""
-        too_slow = threading.Event()
-
-        def stop_loading() -> None:
-            too_slow.set()
-            child.kill()
-
-        loading = threading.Timer(LOAD_TIMEOUT, stop_loading)
-        loading.daemon = True
-        loading.start()
-        try:
-            kind, payload = read_reply(child.stdout)
-        except (OSError, EOFError, ValueError) as error:
-            kind, payload = b"E", str(error).encode()
-        loading.cancel()
+        with kill_after(child, LOAD_TIMEOUT) as too_slow:
+            try:
+                kind, payload = read_reply(child.stdout)
+            except (OSError, EOFError, ValueError) as error:
+                kind, payload = b"E", str(error).encode()
         if kind == b"R":
             self._ready.set()
         else:
