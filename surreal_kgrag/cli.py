@@ -72,6 +72,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 max_line_bytes=args.max_line_bytes,
                 max_pdf_pages=args.max_pdf_pages,
                 max_pdf_chars=args.max_pdf_chars,
+                max_pdf_memory=args.max_pdf_memory,
+                pdf_timeout=args.pdf_timeout,
             )
         except IngestInterrupted as interrupted:
             for failure in interrupted.summary.failures:
@@ -214,7 +216,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
 
 def _add_loader_caps(ingest: argparse.ArgumentParser) -> None:
     """What one input may cost (LoaderOptions); an input past a cap is reported and skipped."""
-    from .loaders.options import MAX_FILE_BYTES, MAX_LINE_BYTES, MAX_PDF_CHARS, MAX_PDF_PAGES
+    from .loaders.options import MAX_FILE_BYTES, MAX_LINE_BYTES, MAX_PDF_CHARS, MAX_PDF_MEMORY, MAX_PDF_PAGES, PDF_TIMEOUT
 
     ingest.add_argument(
         "--max-file-bytes", type=_byte_size, default=MAX_FILE_BYTES, metavar="SIZE",
@@ -233,6 +235,12 @@ def _add_loader_caps(ingest: argparse.ArgumentParser) -> None:
         "--max-pdf-chars", type=int, default=MAX_PDF_CHARS, metavar="N",
         help=f"PDFs with more characters of text are skipped (default: {MAX_PDF_CHARS:,})",
     )
+    pdf_memory = "PDFs that need more memory to read (in a process of their own) are skipped; bytes, or with K, M or G"
+    ingest.add_argument(
+        "--max-pdf-memory", type=_byte_size, default=MAX_PDF_MEMORY, metavar="SIZE", help=f"{pdf_memory} (default: {MAX_PDF_MEMORY >> 30}G)"
+    )
+    pdf_timeout = f"PDFs that take longer to read are skipped (default: {PDF_TIMEOUT:g})"
+    ingest.add_argument("--pdf-timeout", type=float, default=PDF_TIMEOUT, metavar="SECONDS", help=pdf_timeout)
 
 
 def _byte_size(text: str) -> int:

@@ -125,8 +125,11 @@ def test_ingest_caps_what_one_file_may_cost_and_writes_the_rest(tmp_path, capsys
     captured = capsys.readouterr()
     assert (json.loads(captured.out)["added"], json.loads(captured.out)["failed"]) == (1, 1)
     assert f"skipped {(docs / 'big.txt').resolve().as_posix()}: file has 3,100 bytes, more than max_file_bytes=1,024" in captured.err
-    assert main(["ingest", str(docs), "--db", url, "--no-progress", "--max-file-bytes", "4k", "--max-pdf-pages", "10"]) == EXIT_OK
+    pdf_caps = ["--max-pdf-pages", "10", "--max-pdf-memory", "1G", "--pdf-timeout", "60"]
+    assert main(["ingest", str(docs), "--db", url, "--no-progress", "--max-file-bytes", "4k", *pdf_caps]) == EXIT_OK
     assert main(["ingest", str(docs), "--db", url, "--max-file-bytes", "12X"]) == EXIT_USAGE
     assert "not a size: '12X'" in capsys.readouterr().err
     assert main(["ingest", str(docs), "--db", url, "--no-progress", "--max-pdf-pages", "0"]) == EXIT_FAILED
     assert "max_pdf_pages" in capsys.readouterr().err
+    assert main(["ingest", str(docs), "--db", url, "--no-progress", "--pdf-timeout", "0"]) == EXIT_FAILED
+    assert "pdf_timeout" in capsys.readouterr().err

@@ -852,18 +852,13 @@ def test_inputs_over_each_cap_are_reported_by_name_and_the_rest_of_the_batch_loa
     assert failures == [] and len(docs) == 2 + 2_000 + 3 + 2
 
 
-def test_a_pdf_over_the_page_cap_is_refused_before_any_text_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import surreal_kgrag.loaders.pdf as pdf_loader
-
+def test_a_pdf_over_the_page_cap_is_refused_before_any_text_is_read(tmp_path: Path) -> None:
     ports = ["Lisbon", "Porto", "Cadiz", "Genoa", "Naples", "Venice", "Marseille", "Bristol", "Antwerp", "Bergen", "Riga", "Danzig"]
-    path = text_pdf(tmp_path / "book.pdf", [f"The voyage to {port} took many weeks." for port in ports])
+    path = text_pdf(tmp_path / "book.pdf", ["\n".join([f"The voyage to {port} took many weeks."] * 5) for port in ports])
     assert len(doc(path).layout.pages) == 12  # type: ignore[union-attr]
-
-    def no_text(*args: Any) -> None:
-        raise AssertionError("page text read")
-
-    monkeypatch.setattr(pdf_loader, "_page_lines", no_text)
-    f = failure(path, max_pdf_pages=10)
+    assert "max_pdf_chars=1,000" in failure(path, max_pdf_chars=1_000).reason
+    # The page count refuses it before any text is counted.
+    f = failure(path, max_pdf_pages=10, max_pdf_chars=1_000)
     assert f.source == path.resolve().as_posix()
     assert f.reason == "PDF has 12 pages, more than max_pdf_pages=10; not read (raise max_pdf_pages to load it)"
 
@@ -937,11 +932,13 @@ def test_a_file_that_grew_since_its_size_was_checked_is_read_up_to_the_cap() -> 
 
 
 def test_loader_caps_are_bounded() -> None:
-    for bad in ({"max_pdf_pages": 0}, {"max_file_bytes": 2 << 40}, {"max_line_bytes": 0}, {"max_pdf_chars": 10}):
+    bads = ({"max_pdf_pages": 0}, {"max_file_bytes": 2 << 40}, {"max_line_bytes": 0}, {"max_pdf_chars": 10}, {"max_pdf_memory": 1 << 20}, {"pdf_timeout": 0})
+    for bad in bads:
         with pytest.raises(ConfigurationError, match=next(iter(bad))):
             list(iter_sources([DOCS], **bad))
     # The highest caps read small files as usual (nothing is allocated up to the cap).
     highest = {"max_file_bytes": 1 << 40, "max_line_bytes": 1 << 32, "max_pdf_pages": 1_000_000, "max_pdf_chars": 1 << 31}
+    highest |= {"max_pdf_memory": 1 << 40, "pdf_timeout": 86_400}
     assert doc(DOCS / "notes.txt", **highest).text and doc(DATA / "sample.pdf", **highest).text
     assert split(list(load_path(DATA / "records.jsonl", **highest)))[0]
 

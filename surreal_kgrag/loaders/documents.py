@@ -15,7 +15,9 @@ from .options import (
     MAX_FILE_BYTES,
     MAX_LINE_BYTES,
     MAX_PDF_CHARS,
+    MAX_PDF_MEMORY,
     MAX_PDF_PAGES,
+    PDF_TIMEOUT,
     LoaderOptions,
     Result,
     access_list,
@@ -38,6 +40,8 @@ def iter_sources(
     max_line_bytes: int = MAX_LINE_BYTES,
     max_pdf_pages: int = MAX_PDF_PAGES,
     max_pdf_chars: int = MAX_PDF_CHARS,
+    max_pdf_memory: int = MAX_PDF_MEMORY,
+    pdf_timeout: float = PDF_TIMEOUT,
     part_chars: int = 1_000_000,
 ) -> Iterator[SourceDocument | LoadFailure]:
     """Yield a document or a failure for everything in ``inputs``; never raises for a bad input.
@@ -53,7 +57,9 @@ def iter_sources(
     unread, while one read a line or a part at a time (JSON Lines, long text) may be larger; a JSON
     Lines line longer than ``max_line_bytes`` (64 MiB) is skipped; a PDF with more than
     ``max_pdf_pages`` pages (5,000) is skipped before its text is read, and one whose text grows past
-    ``max_pdf_chars`` characters (20,000,000) is skipped once it does.
+    ``max_pdf_chars`` characters (20,000,000) is skipped once it does. PDFs are read in a child
+    process: one that needs more than ``max_pdf_memory`` bytes (2 GiB) or ``pdf_timeout`` seconds
+    (300) to read, or crashes pdfium, is skipped.
     """
     options = loader_options(
         glob=glob,
@@ -66,6 +72,8 @@ def iter_sources(
         max_line_bytes=max_line_bytes,
         max_pdf_pages=max_pdf_pages,
         max_pdf_chars=max_pdf_chars,
+        max_pdf_memory=max_pdf_memory,
+        pdf_timeout=pdf_timeout,
         part_chars=part_chars,
     )
     # A lone path is a common slip; iterating it would walk its characters.

@@ -208,7 +208,15 @@ def _read_file(path: Path, options: LoaderOptions) -> Result:
         yield LoadFailure(source=resolved, reason=grew_past(limit))
         return
     if suffix == ".pdf":
-        yield pdf_document(path, data, resolved, max_pages=options.max_pdf_pages, max_chars=options.max_pdf_chars)
+        yield pdf_document(
+            path,
+            data,
+            resolved,
+            max_pages=options.max_pdf_pages,
+            max_chars=options.max_pdf_chars,
+            max_memory=options.max_pdf_memory,
+            timeout=options.pdf_timeout,
+        )
         return
     if suffix == ".docx":
         yield docx_document(path, data, resolved, max_bytes=options.max_file_bytes)

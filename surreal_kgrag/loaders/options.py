@@ -40,6 +40,13 @@ MAX_FILE_BYTES = 256 << 20
 MAX_LINE_BYTES = 64 << 20
 MAX_PDF_PAGES = 5_000
 MAX_PDF_CHARS = 20_000_000
+MAX_PDF_MEMORY = 2 << 30
+PDF_TIMEOUT = 300.0
+_PDF_MEMORY = (
+    "a PDF that needs more address space to read (pdfium reads it in a child process of its own: a content stream can "
+    "inflate far beyond the file's size) is reported and skipped; not enforced where Python has no resource module"
+)
+_PDF_TIMEOUT = "a PDF that takes more seconds to read (in the child process) is reported and skipped"
 
 
 class LoaderOptions(BaseModel):
@@ -81,6 +88,8 @@ class LoaderOptions(BaseModel):
         description="a PDF whose text is longer (compressed text can expand far beyond the file's size) is reported and skipped, "
         "checked a page at a time before the page's text is copied out",
     )
+    max_pdf_memory: int = Field(default=MAX_PDF_MEMORY, ge=64 << 20, le=1 << 40, description=_PDF_MEMORY)
+    pdf_timeout: float = Field(default=PDF_TIMEOUT, gt=0, le=86_400, description=_PDF_TIMEOUT)
     part_chars: int = Field(
         default=1_000_000,
         ge=1_000,

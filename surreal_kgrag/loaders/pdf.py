@@ -4,6 +4,8 @@ Chosen by measurement (benchmarks/pdf_reader_benchmark.py): it read every one of
 about 400 pages a second, keeping each table row on one line; pypdf gave up on two of them and was
 about 100 times slower; PyMuPDF is AGPL.
 
+- pdfium reads each PDF in a child process bounded in memory and time (:mod:`.pdf_worker`); the
+  pages' lines, metadata and outline it returns are made into a document here.
 - Sections come from the PDF's outline (bookmarks) when it has one, else from headings found by
   font: a short line set bolder or larger than the body text. Numbering ("Part I", "Item 2.",
   "Note 3", "1.2") nests headings of one style.
@@ -16,8 +18,8 @@ about 100 times slower; PyMuPDF is AGPL.
 
 from __future__ import annotations
 
+import importlib.util
 import re
-import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,11 +28,9 @@ from typing import Any
 from ..models import LoadFailure, SourceDocument
 from .layout import Line, assemble, figures_at_end, mark_numeric_tables, numbering_rank
 from .metadata import file_metadata, fitting_title, pdf_date, readable_title
-from .options import MAX_PDF_CHARS, MAX_PDF_PAGES
+from .options import MAX_PDF_CHARS, MAX_PDF_MEMORY, MAX_PDF_PAGES, PDF_TIMEOUT
+from .pdf_worker import WORKER
 
-_LOCK = threading.Lock()  # pdfium is not thread-safe
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ufffe\uffff]")
-_LINE = re.compile(r"[^\r\n]+")
 _EDGE_LINES = 2  # lines at each end of a page that may be running headers or footers
 _FURNITURE_SHARE = 0.4  # ... when they recur on at least this share of the pages (and 3 pages)
 _MAX_HEADING_CHARS = 150
@@ -45,40 +45,29 @@ _PDF_FIELDS = {
 
 
 def pdf_document(
-    path: Path, data: bytes, resolved: str, *, max_pages: int = MAX_PDF_PAGES, max_chars: int = MAX_PDF_CHARS
+    path: Path,
+    data: bytes,
+    resolved: str,
+    *,
+    max_pages: int = MAX_PDF_PAGES,
+    max_chars: int = MAX_PDF_CHARS,
+    max_memory: int = MAX_PDF_MEMORY,
+    timeout: float = PDF_TIMEOUT,
 ) -> SourceDocument | LoadFailure:
-    """The PDF's text, layout and metadata; a failure for a PDF of more than ``max_pages`` pages
-    (found before any text is read) or more than ``max_chars`` characters of text (a page's count is
-    checked before its text is copied out: compressed text can expand far beyond the file's size)."""
-    try:
-        import pypdfium2 as pdfium
-    except ImportError as exc:
-        return LoadFailure(source=resolved, reason=f"PDF needs pypdfium2: pip install 'surreal-kgrag[pdf]' ({exc})")
+    """The PDF's text, layout and metadata, read by pdfium in a child process (:mod:`.pdf_worker`);
+    a failure for a PDF of more than ``max_pages`` pages (found before any text is read), more than
+    ``max_chars`` characters of text, or that needs more than ``max_memory`` bytes or ``timeout``
+    seconds to read."""
+    if importlib.util.find_spec("pypdfium2") is None:
+        return LoadFailure(source=resolved, reason="PDF needs pypdfium2: pip install 'surreal-kgrag[pdf]'")
     if not data.strip():
         return LoadFailure(source=resolved, reason="empty file; nothing to index")
-    with _LOCK:
-        try:
-            pdf = pdfium.PdfDocument(data)
-        except pdfium.PdfiumError as exc:
-            if "password" in str(exc).lower():
-                return LoadFailure(source=resolved, reason="encrypted PDF needs a password; save a decrypted copy")
-            return LoadFailure(source=resolved, reason=f"malformed PDF: pdfium: {exc}")
-        try:
-            if len(pdf) > max_pages:
-                return LoadFailure(
-                    source=resolved,
-                    reason=f"PDF has {len(pdf):,} pages, more than max_pdf_pages={max_pages:,}; not read "
-                    "(raise max_pdf_pages to load it)",
-                )
-            pages = _pages(pdf, max_chars)
-            if isinstance(pages, str):
-                return LoadFailure(source=resolved, reason=pages)
-            info = pdf.get_metadata_dict(skip_empty=True)
-            outline = [(item.level, item.get_title(), _page_index(item)) for item in pdf.get_toc()]
-        except pdfium.PdfiumError as exc:
-            return LoadFailure(source=resolved, reason=f"malformed PDF: pdfium: {exc}")
-        finally:
-            pdf.close()
+    read = WORKER.read(data, max_pages, max_chars, max_memory, timeout)
+    if isinstance(read, str):
+        return LoadFailure(source=resolved, reason=read)
+    pages = [[_PageLine(text, page, size=size, weight=weight) for text, page, size, weight in lines] for lines in read["pages"]]
+    info: dict[str, str] = read["info"]
+    outline = [(level, title, index) for level, title, index in read["outline"]]
     _drop_furniture(pages)
     lines = [line for page in pages for line in page]
     if not any(line.text.strip() for line in lines):
@@ -114,56 +103,6 @@ class _PageLine(Line):
 
     size: float = 0.0
     weight: int = -1
-
-
-def _pages(pdf: Any, max_chars: int) -> list[list[_PageLine]] | str:
-    """Each page's lines, or why not: the text grew past ``max_chars`` characters."""
-    pages: list[list[_PageLine]] = []
-    room = max_chars
-    for index in range(len(pdf)):
-        read = _page_lines(pdf, index, room)
-        if read is None:
-            return (
-                f"PDF has more than max_pdf_chars={max_chars:,} characters of text (passed at page {index + 1:,} "
-                f"of {len(pdf):,}); not loaded (raise max_pdf_chars to load it)"
-            )
-        lines, chars = read
-        room -= chars
-        pages.append(lines)
-    return pages
-
-
-def _page_lines(pdf: Any, index: int, max_chars: int) -> tuple[list[_PageLine], int] | None:
-    """The page's lines and its count of characters; None when it has more than ``max_chars``
-    characters (counted by pdfium; the text is not copied out)."""
-    import pypdfium2.raw as raw
-
-    page = pdf[index]
-    textpage = page.get_textpage()
-    try:
-        chars = textpage.count_chars()
-        if chars > max_chars:
-            return None
-        text = textpage.get_text_range()
-        fonts = len(text) == textpage.count_chars()  # else offsets do not map to characters
-        lines = []
-        for match in _LINE.finditer(text):
-            line = _CONTROL.sub(" ", match.group()).rstrip()
-            if not line.strip():
-                continue
-            first = match.start() + len(line) - len(line.lstrip())
-            size = raw.FPDFText_GetFontSize(textpage, first) if fonts else 0.0
-            weight = raw.FPDFText_GetFontWeight(textpage, first) if fonts else -1
-            lines.append(_PageLine(line, index + 1, size=round(size * 2) / 2, weight=weight))
-        return lines, chars
-    finally:
-        textpage.close()
-        page.close()
-
-
-def _page_index(bookmark: Any) -> int | None:
-    dest = bookmark.get_dest()
-    return None if dest is None else dest.get_index()
 
 
 def _furniture_key(text: str) -> str:
