@@ -7,6 +7,7 @@ touches the database, and they share how a store is opened, ingested into and cl
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any
 
 from .db import SurrealStore
@@ -19,7 +20,12 @@ class LazyRetriever:
 
     ``filters``, ``access`` and ``reranker`` are passed to ``make_retriever`` only when set (``access``
     and ``filters`` are the retriever's scope: what every search may read). A store this object
-    opened is closed by ``close()``; one given through :meth:`wrap` belongs to the caller.
+    opened is closed by ``close()``, or when this object is garbage-collected; one given through
+    :meth:`wrap` belongs to the caller.
+
+    A deep copy is this object (a live store is not copied: the copy searches the same one). A
+    pickled one carries its settings and opens its own store on first use; one made by :meth:`wrap`
+    holds the caller's live store and cannot be pickled.
     """
 
     def __init__(
@@ -46,21 +52,45 @@ class LazyRetriever:
         self._retriever_args.update({name: value for name, value in given if value is not None})
         self._retriever: BaseRetriever | None = None
         self._owns_store = False
+        self._wrapped = False
+        self._closer: weakref.finalize[Any, Any] | None = None
         self._lock = threading.Lock()
 
     @classmethod
     def wrap(cls, retriever: BaseRetriever) -> LazyRetriever:
         lazy = cls(retriever.mode, k=retriever.config.k)
         lazy._retriever = retriever
+        lazy._wrapped = True
         return lazy
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> LazyRetriever:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self._wrapped:
+            raise TypeError(
+                "a retriever wrapping a core retriever holds the caller's open store and cannot be pickled; "
+                "build it from connection settings (db_url=...) instead"
+            )
+        settings = {**self._store_args, "url": self.url, **self._retriever_args}
+        options = {name: settings.pop(name) for name in list(settings) if name not in _KEYWORDS}
+        return (_rebuild, (self.mode, settings, options))
 
     @property
     def retriever(self) -> BaseRetriever:
         with self._lock:
             if self._retriever is None:
                 store = SurrealStore(self.url, **self._store_args)
-                self._retriever = make_retriever(self.mode, store, **self._retriever_args)
+                try:
+                    self._retriever = make_retriever(self.mode, store, **self._retriever_args)
+                except BaseException:
+                    store.close()
+                    raise
                 self._owns_store = True
+                # A retriever dropped without close() (LangChain's per-call copies, a forgotten one)
+                # still releases its store; the interpreter's exit is left to the store's own hook.
+                self._closer = weakref.finalize(self, store.close)
+                self._closer.atexit = False
             return self._retriever
 
     def ingestor(self, extractor: Any = None, config: IngestConfig | None = None, scope: Scope | None = None) -> Ingestor:
@@ -85,5 +115,14 @@ class LazyRetriever:
         with self._lock:
             if not self._owns_store:
                 return None
-            retriever, self._retriever, self._owns_store = self._retriever, None, False
+            if self._closer is not None:
+                self._closer.detach()
+            retriever, self._retriever, self._owns_store, self._closer = self._retriever, None, False, None
             return retriever
+
+
+_KEYWORDS = frozenset({"url", "namespace", "database", "username", "password", "embedder", "k", "filters", "access", "reranker"})
+
+
+def _rebuild(mode: str, settings: dict[str, Any], options: dict[str, Any]) -> LazyRetriever:
+    return LazyRetriever(mode, **settings, options=options)

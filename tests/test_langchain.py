@@ -222,6 +222,60 @@ def test_a_wrapped_retriever_made_configurable_searches_the_same_store(minilm, s
             SurrealKGRetriever(wrapped_core=retriever.wrapped_core, db_url="mem://")
 
 
+def test_settings_built_retrievers_made_configurable_share_one_store(kg_url, minilm, spacy_extractor):
+    """``configurable_fields`` builds a retriever from the fields on every call. Built from settings,
+    each copy must search the default's store (on mem:// a copy's own store would be a new, empty
+    database) and no call may leave a store open behind it."""
+    import gc
+
+    from langchain_core.runnables import ConfigurableField
+
+    from surreal_kgrag.db.connection import EmbeddedConnection
+
+    memory = SurrealKGRetriever(db_url="mem://", mode="chunk", embedder=minilm, k=2)
+    memory.add_documents(
+        [Document(id="bees", page_content="Bees make honey in their hives."), Document(id="owls", page_content="Owls hunt mice.")],
+        extractor=spacy_extractor,
+    )
+    configurable = memory.configurable_fields(k=ConfigurableField(id="k"))
+    assert [d.id for d in configurable.invoke("honey", config={"configurable": {"k": 1}})] == ["bees"]
+    assert [d.id for d in configurable.invoke("honey")] == ["bees", "owls"]
+    memory.close()
+
+    on_file = SurrealKGRetriever(db_url=kg_url, mode="chunk", k=2)
+    configurable = on_file.configurable_fields(k=ConfigurableField(id="k"))
+    assert len(on_file.invoke(QUESTION)) == 2
+    references = EmbeddedConnection._registry[kg_url].refs
+    for k in (1, 2, 3, 1, 2):
+        assert len(configurable.invoke(QUESTION, config={"configurable": {"k": k}})) == k
+    assert EmbeddedConnection._registry[kg_url].refs == references
+    copied = on_file.model_copy(update={"k": 3})
+    assert len(copied.invoke(QUESTION)) == 3
+    del on_file, configurable, copied
+    gc.collect()  # the last retriever holding the core is gone: its store is released
+    remaining = EmbeddedConnection._registry.get(kg_url)
+    assert (remaining.refs if remaining else 0) == references - 1
+
+
+def test_a_settings_built_retriever_deep_copies_and_pickles(kg_url, minilm):
+    import copy
+    import pickle
+
+    retriever = SurrealKGRetriever(db_url=kg_url, mode="chunk", k=2)
+    try:
+        expected = [d.id for d in retriever.invoke(QUESTION)]
+        assert [d.id for d in copy.deepcopy(retriever).invoke(QUESTION)] == expected
+        restored = pickle.loads(pickle.dumps(retriever))
+        assert (restored.db_url, restored.k) == (kg_url, 2)
+        assert [d.id for d in restored.invoke(QUESTION)] == expected
+    finally:
+        retriever.close()
+    with SurrealStore(kg_url) as store:
+        wrapped = SurrealKGRetriever.from_retriever(make_retriever("chunk", store, embedder=minilm))
+        with pytest.raises(TypeError, match="cannot be pickled"):
+            pickle.dumps(wrapped)
+
+
 async def test_aadd_documents(minilm, spacy_extractor):
     async with SurrealStore("mem://") as store:
         retriever = SurrealKGRetriever.from_retriever(make_retriever("chunk", store, embedder=minilm))

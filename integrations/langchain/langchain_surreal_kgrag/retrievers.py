@@ -7,6 +7,8 @@ documents, as in the core), whose text is that document's best matching chunks.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -27,10 +29,27 @@ from surreal_kgrag.vectors import awrite_documents, write_documents
 CHUNK_SEPARATOR = "\n\n"
 #: A filter in the core's language (``surreal_kgrag.retrieval.filters``), e.g. ``{"metadata.year": {"$gte": 2000}}``.
 Filter = dict[str, Any]
-#: Fields the core retriever is built from: setting one on a built retriever builds a new core
-#: (closing the store this retriever opened). ``k``, ``filters``, ``access`` and
-#: ``max_chunks_per_document`` are read on every call and need no rebuild.
+#: Fields the core retriever is built from: setting one on a built retriever builds a new core.
+#: ``k``, ``filters``, ``access`` and ``max_chunks_per_document`` are read on every call and need no rebuild.
 CORE_FIELDS = frozenset({"db_url", "mode", "namespace", "database", "username", "password", "embedder", "reranker", "retriever_options"})
+
+# Settings-built retrievers with equal core fields share one core. LangChain's configurable_fields
+# builds a new retriever from the fields on every call: each would otherwise open its own store and
+# model and never close them (and on mem:// search a new, empty database).
+_shared_lock = threading.Lock()
+_shared: list[tuple[dict[str, Any], weakref.ref[LazyRetriever]]] = []
+
+
+def _shared_core(settings: dict[str, Any], build: Any) -> LazyRetriever:
+    with _shared_lock:
+        _shared[:] = [(held, ref) for held, ref in _shared if ref() is not None]
+        for held, ref in _shared:
+            lazy = ref()
+            if lazy is not None and held == settings:
+                return lazy
+        lazy = build()
+        _shared.append((settings, weakref.ref(lazy)))
+        return lazy
 
 
 class SurrealKGRetriever(BaseRetriever):
@@ -55,6 +74,10 @@ class SurrealKGRetriever(BaseRetriever):
     builds a new core on the next call; ``k``, ``filters``, ``access`` and
     ``max_chunks_per_document`` apply from the next call. A retriever made by
     :meth:`from_retriever` wraps the caller's core: its core fields cannot be set.
+
+    Retrievers built from equal core fields in one process share one core (store and models), so
+    the copies ``configurable_fields`` makes on every call search the same store; it is closed by
+    :meth:`close` (a later call reopens it) or when no retriever holds it any more.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
@@ -115,6 +138,9 @@ class SurrealKGRetriever(BaseRetriever):
 
     def _build(self) -> LazyRetriever:
         # The scope (access, filters) is applied per call, so changing it needs no new core.
+        return _shared_core({name: getattr(self, name) for name in CORE_FIELDS}, self._new_core)
+
+    def _new_core(self) -> LazyRetriever:
         return LazyRetriever(
             self.mode,
             url=self.db_url,
@@ -133,8 +159,15 @@ class SurrealKGRetriever(BaseRetriever):
             raise ValueError(f"{name} of a retriever made by from_retriever() is the wrapped core retriever's; build a new one instead")
         super().__setattr__(name, value)
         if name in CORE_FIELDS:
-            old, self._lazy = self._lazy, self._build()
-            old.close()
+            self._lazy = self._build()  # the old core closes its store once no retriever holds it
+
+    def __getstate__(self) -> dict[Any, Any]:
+        if self.wrapped_core is not None:
+            raise TypeError(
+                "a retriever made by from_retriever() holds the caller's open store and cannot be pickled; "
+                "build it from connection settings (db_url=...) instead"
+            )
+        return super().__getstate__()
 
     @classmethod
     def from_retriever(cls, retriever: CoreRetriever, **kwargs: Any) -> SurrealKGRetriever:
@@ -235,7 +268,8 @@ class SurrealKGRetriever(BaseRetriever):
         return self._lazy.ingestor(extractor, config, Scope(access=self.access, filters=self.filters))
 
     def close(self) -> None:
-        """Close the store if this retriever opened it (not one given through ``from_retriever``)."""
+        """Close the store if this retriever opened it (not one given through ``from_retriever``),
+        for every retriever sharing its core; the next call opens it again."""
         self._lazy.close()
 
     async def aclose(self) -> None:
