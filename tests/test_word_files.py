@@ -10,6 +10,9 @@ import pytest
 
 docx = pytest.importorskip("docx", reason="install surreal-kgrag[docx] (scripts/setup.sh does)")
 
+from docx.oxml import OxmlElement  # noqa: E402
+from docx.oxml.ns import qn  # noqa: E402
+
 from surreal_kgrag import Ingestor, SurrealStore, make_retriever  # noqa: E402
 from surreal_kgrag.loaders import iter_sources  # noqa: E402
 from surreal_kgrag.models import LoadFailure, SourceDocument  # noqa: E402
@@ -137,3 +140,130 @@ def test_headings_are_found_by_style_name_whatever_the_style_id_and_runs_join_as
     assert doc.title == "Wartung"
     assert [path for _, path in doc.layout.sections] == [("Wartung",), ("Wartung", "Windgrenzen")]
     assert doc.text.endswith("## Windgrenzen\n\nTorque limit 850 Nm checked yearly.")
+
+
+def _control(element, *, placeholder: bool = False):
+    """Wrap ``element`` (a paragraph, table, row, cell or run) in a content control, in place, as Word
+    does for a cover page, a table of contents, a form field or a repeating section; the control."""
+    element = getattr(element, "_element", element)  # python-docx's Paragraph, Table: their XML
+    sdt = OxmlElement("w:sdt")
+    properties = OxmlElement("w:sdtPr")
+    alias = OxmlElement("w:alias")
+    alias.set(qn("w:val"), "Field")
+    properties.append(alias)
+    if placeholder:
+        properties.append(OxmlElement("w:showingPlcHdr"))
+    sdt.append(properties)
+    content = OxmlElement("w:sdtContent")
+    sdt.append(content)
+    element.addprevious(sdt)
+    content.append(element)
+    return sdt
+
+
+def test_content_controls_in_the_body_tables_and_paragraphs_are_read_in_document_order(tmp_path: Path) -> None:
+    """A Word template puts its cover page, table of contents and form in content controls
+    (``w:sdt``), at the body's level, around table rows and cells, around runs; nested ones too."""
+    document = docx.Document()
+    cover = document.add_heading("Quay Crane Handbook", 0)
+    subtitle = document.add_paragraph("Issued by the harbour engineering office.")
+    _control(cover)
+    _control(subtitle)
+    document.add_paragraph("Read this handbook before the first shift.")
+    outer = _control(document.add_heading("1. Lifting", level=1))
+    inner_paragraph = document.add_paragraph("The spreader locks before every lift.")
+    inner = _control(inner_paragraph)
+    table = document.add_table(rows=3, cols=2)
+    for row, (part, interval) in enumerate([("Part", "Interval"), ("Hoist rope", "monthly"), ("Slew bearing", "yearly")]):
+        table.cell(row, 0).text = part
+        table.cell(row, 1).text = interval
+    inner.find(qn("w:sdtContent")).append(table._tbl)  # a table in a control in a control
+    outer.addnext(inner)
+    outer.find(qn("w:sdtContent")).append(inner)
+    _control(table.rows[2]._tr)  # a repeating section's row
+    _control(table.rows[1]._tr.tc_lst[1])  # a form field filling a cell
+    _control(table.cell(1, 0).paragraphs[0])  # a control inside a cell
+    sentence = document.add_paragraph("Wind limit ")
+    _control(sentence.add_run("20 m/s")._r)  # an inline (run-level) control
+    sentence.add_run(" at the boom tip.")
+    document.save(tmp_path / "handbook.docx")
+    [doc] = list(iter_sources(tmp_path / "handbook.docx"))
+    assert isinstance(doc, SourceDocument), doc
+    assert doc.title == "Quay Crane Handbook"
+    assert doc.text == (
+        "# Quay Crane Handbook\n\nIssued by the harbour engineering office.\n\nRead this handbook before the first shift.\n\n"
+        "# 1. Lifting\n\nThe spreader locks before every lift.\n\n"
+        "| Part | Interval |\n| --- | --- |\n| Hoist rope | monthly |\n| Slew bearing | yearly |\n\n"
+        "Wind limit 20 m/s at the boom tip."
+    )
+    assert [path for _, path in doc.layout.sections] == [("Quay Crane Handbook",), ("1. Lifting",)]
+    [(start, _, end)] = doc.layout.tables
+    assert doc.text[start:end].startswith("| Part | Interval |")
+
+
+def test_a_content_control_showing_its_placeholder_and_deleted_text_are_left_out(tmp_path: Path) -> None:
+    """An unfilled cover page shows "[Document title]" in the Title style: not the document's title.
+    Tracked changes: inserted text is read, deleted text is not."""
+    document = docx.Document()
+    _control(document.add_heading("[Document title]", 0), placeholder=True)
+    _control(document.add_paragraph("Click or tap here to enter text."), placeholder=True)
+    document.add_heading("Brake inspection", level=1)
+    paragraph = document.add_paragraph("Replace the pads at ")
+    deleted, inserted = OxmlElement("w:del"), OxmlElement("w:ins")
+    for change in (deleted, inserted):
+        change.set(qn("w:id"), str(len(paragraph._p)))
+        change.set(qn("w:author"), "Ines Ortega")
+    old = OxmlElement("w:r")
+    old_text = OxmlElement("w:delText")
+    old_text.text = "5 mm"
+    old.append(old_text)
+    deleted.append(old)
+    inserted.append(paragraph.add_run("3 mm")._r)
+    paragraph._p.append(deleted)
+    paragraph._p.append(inserted)
+    paragraph.add_run(" of lining.")
+    document.save(tmp_path / "brakes.docx")
+    [doc] = list(iter_sources(tmp_path / "brakes.docx"))
+    assert doc.title == "Brake inspection"
+    assert doc.text == "# Brake inspection\n\nReplace the pads at 3 mm of lining."
+
+
+def test_custom_xml_around_paragraphs_is_read(tmp_path: Path) -> None:
+    document = docx.Document()
+    wrapped = document.add_paragraph("Certified by the port authority.")
+    custom = OxmlElement("w:customXml")
+    custom.set(qn("w:element"), "certificate")
+    custom.append(OxmlElement("w:customXmlPr"))
+    wrapped._p.addprevious(custom)
+    custom.append(wrapped._p)
+    document.add_paragraph("Valid for one year.")
+    document.save(tmp_path / "certificate.docx")
+    [doc] = list(iter_sources(tmp_path / "certificate.docx"))
+    assert doc.text == "Certified by the port authority.\n\nValid for one year."
+
+
+def test_the_text_after_an_entity_reference_is_read_and_no_entity_is_resolved(tmp_path: Path) -> None:
+    """Word writes no DTD, but a crafted file can declare entities: python-docx leaves them unresolved
+    (no XXE, no billion laughs), and the text after one must not be lost with it."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root-password-hunter2")
+    document = docx.Document()
+    document.add_heading("Gantry GANTRY report", level=1)
+    document.add_paragraph("The GANTRY lifted 40 tonnes; SECRET the log was signed.")
+    document.save(tmp_path / "plain.docx")
+    with zipfile.ZipFile(tmp_path / "plain.docx") as source, zipfile.ZipFile(tmp_path / "entities.docx", "w") as target:
+        for member in source.infolist():
+            data = source.read(member)
+            if member.filename == "word/document.xml":
+                declaration, body = data.split(b"\n", 1)
+                doctype = (
+                    b'<!DOCTYPE w:document [<!ENTITY crane "North Crane">'
+                    b'<!ENTITY secret SYSTEM "' + secret.as_uri().encode() + b'">]>\n'
+                )
+                body = body.replace(b"GANTRY", b"&crane;").replace(b"SECRET", b"&secret;<!-- a comment -->")
+                data = declaration + b"\n" + doctype + body
+            target.writestr(member, data)
+    [doc] = list(iter_sources(tmp_path / "entities.docx"))
+    assert isinstance(doc, SourceDocument), doc
+    assert doc.text == "# Gantry &crane; report\n\nThe &crane; lifted 40 tonnes; &secret; the log was signed."
+    assert "North Crane" not in doc.text and "hunter2" not in doc.text and "comment" not in doc.text

@@ -4,6 +4,14 @@ tables, so a report or manual keeps its structure as an HTML page does (``format
 - Headings are the paragraphs in the built-in heading styles ("Heading 1" .. "Heading 6", 7-9 as 6;
   "Title" is a level-1 heading and the title when the file's properties name none).
 - A table is a Markdown table, a row a line; a cell spanning several columns is written once.
+- Content controls (``w:sdt``: a template's cover page, table of contents, form fields) and custom
+  XML (``w:customXml``) are read as their content, in document order, at any depth: in the body, in
+  a table (rows, cells) and in a paragraph. A control still showing its placeholder ("Click or tap
+  here to enter text.") is left out.
+- Tracked changes: inserted text is read, deleted text (``w:delText``) is not. Headers, footers,
+  footnotes, endnotes and comments are not read.
+- An entity reference inside a text (only a file with a DTD has one, and Word writes none: a hand-made
+  or hostile file) is kept as written (``&name;``), never resolved, and the text after it is read.
 - Metadata: the file's own properties as ``docx_*`` (as a PDF's are ``pdf_*``: an author never
   becomes a concept), and what every file gets (``file_metadata``).
 - A .docx is a zip archive: its members' uncompressed sizes together must be within
@@ -29,6 +37,8 @@ _HEADING = re.compile(r"^heading ([1-9])$")
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _TEXT = f"{_W}t"
 _SPACES = (f"{_W}tab", f"{_W}br", f"{_W}cr")
+_WRAPPERS = (f"{_W}sdt", f"{_W}customXml")
+_OFF = {"0", "false", "off"}
 _PROPERTIES = {"title": "docx_title", "author": "docx_author", "subject": "docx_subject", "keywords": "docx_keywords"}
 
 
@@ -53,6 +63,7 @@ def docx_document(path: Path, data: bytes, resolved: str, *, max_bytes: int = MA
     try:
         document = docx.Document(io.BytesIO(data))
         levels = _heading_levels(document)
+        _unwrap(document.element.body)
         blocks = [_block(item, levels) for item in document.iter_inner_content()]
         properties = document.core_properties
     except Exception as exc:  # python-docx raises KeyError, lxml's and zipfile's errors for a broken part
@@ -83,6 +94,26 @@ def _heading_levels(document: Any) -> dict[str, int]:
         if level and style.styleId:
             levels[style.styleId] = level
     return levels
+
+
+def _unwrap(body: Any) -> None:
+    """Replace each content control (``w:sdt``) and custom XML element (``w:customXml``) in the parsed
+    body by its content, in place: python-docx reads only the paragraphs and tables that are a body's
+    own children (and the rows of a table, the cells of a row), so a cover page, table of contents or
+    form in a control, or a table row a repeating section holds, was left out. A control showing its
+    placeholder is removed with its content. Nested wrappers: the outer one's content moves up with
+    the inner wrapper in it, which is replaced in turn."""
+    for wrapper in list(body.iter(*_WRAPPERS)):
+        parent = wrapper.getparent()
+        if wrapper.tag == _WRAPPERS[1]:
+            content = [child for child in wrapper if child.tag != f"{_W}customXmlPr"]
+        else:
+            placeholder = wrapper.find(f"{_W}sdtPr/{_W}showingPlcHdr")
+            shown = wrapper.find(f"{_W}sdtContent")
+            showing = placeholder is not None and placeholder.get(f"{_W}val", "true").lower() not in _OFF
+            content = [] if shown is None or showing else list(shown)
+        index = parent.index(wrapper)
+        parent[index : index + 1] = content
 
 
 def _block(item: Any, levels: dict[str, int]) -> str:
@@ -116,5 +147,16 @@ def _text(element: Any) -> str:
     """An element's text, its whitespace runs, tabs and line breaks as one space: read from its
     ``w:t`` elements in one pass (python-docx's ``text`` runs an XPath query per paragraph and cell,
     most of the time of a long file)."""
-    parts = (node.text or "" if node.tag == _TEXT else " " for node in element.iter(_TEXT, *_SPACES))
+    parts = ((_t(node) if len(node) else node.text or "") if node.tag == _TEXT else " " for node in element.iter(_TEXT, *_SPACES))
     return " ".join("".join(parts).split())
+
+
+def _t(node: Any) -> str:
+    """A ``w:t`` with nodes inside: an entity reference (python-docx parses with ``resolve_entities=False``,
+    so it stays a node and nothing, outside the file or in its DTD, is read), a comment or a processing
+    instruction. The entity is kept as written (``&name;``), the others left out, and the text after
+    each (its ``tail``) read."""
+    from lxml import etree
+
+    inner = ((child.text if child.tag is etree.Entity else "") + (child.tail or "") for child in node)
+    return (node.text or "") + "".join(inner)
