@@ -267,3 +267,44 @@ def test_the_text_after_an_entity_reference_is_read_and_no_entity_is_resolved(tm
     assert isinstance(doc, SourceDocument), doc
     assert doc.text == "# Gantry &crane; report\n\nThe &crane; lifted 40 tonnes; &secret; the log was signed."
     assert "North Crane" not in doc.text and "hunter2" not in doc.text and "comment" not in doc.text
+
+
+def test_a_text_box_is_read_once(tmp_path: Path) -> None:
+    """Word writes a text box twice, as a drawing (``mc:Choice``) and as a VML fallback (``mc:Fallback``)
+    for older readers: its text must not come out twice."""
+    from lxml import etree
+
+    mc = "http://schemas.openxmlformats.org/markup-compatibility/2006"
+    document = docx.Document()
+    paragraph = document.add_paragraph("Crane notice:")
+    alternate = etree.SubElement(paragraph.add_run()._r, f"{{{mc}}}AlternateContent")
+    for branch, holder in (("Choice", "w:drawing"), ("Fallback", "w:pict")):
+        element = etree.SubElement(alternate, f"{{{mc}}}{branch}")
+        if branch == "Choice":
+            element.set("Requires", "wps")
+        box = OxmlElement("w:txbxContent")
+        box.append(OxmlElement("w:p"))
+        run = OxmlElement("w:r")
+        text = OxmlElement("w:t")
+        text.text = "Load limit 40 t"
+        run.append(text)
+        box[0].append(run)
+        wrapper = OxmlElement(holder)
+        wrapper.append(box)
+        element.append(wrapper)
+    document.add_paragraph("Keep clear of the boom.")
+    document.save(tmp_path / "notice.docx")
+    [doc] = list(iter_sources(tmp_path / "notice.docx"))
+    assert doc.text == "Crane notice: Load limit 40 t\n\nKeep clear of the boom."
+
+
+def test_the_paragraphs_of_a_table_cell_are_kept_apart(tmp_path: Path) -> None:
+    document = docx.Document()
+    table = document.add_table(rows=2, cols=2)
+    table.cell(0, 0).text, table.cell(0, 1).text = "Part", "Check"
+    table.cell(1, 0).text = "Hoist rope"
+    table.cell(1, 1).text = "Look for broken wires."
+    table.cell(1, 1).add_paragraph("Measure the diameter.")
+    document.save(tmp_path / "checks.docx")
+    [doc] = list(iter_sources(tmp_path / "checks.docx"))
+    assert doc.text == "| Part | Check |\n| --- | --- |\n| Hoist rope | Look for broken wires. Measure the diameter. |"

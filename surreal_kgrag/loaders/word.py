@@ -7,7 +7,8 @@ tables, so a report or manual keeps its structure as an HTML page does (``format
 - Content controls (``w:sdt``: a template's cover page, table of contents, form fields) and custom
   XML (``w:customXml``) are read as their content, in document order, at any depth: in the body, in
   a table (rows, cells) and in a paragraph. A control still showing its placeholder ("Click or tap
-  here to enter text.") is left out.
+  here to enter text.") is left out. A text box is read once (Word writes it twice: ``mc:Choice`` and
+  an ``mc:Fallback`` for older readers).
 - Tracked changes: inserted text is read, deleted text (``w:delText``) is not. Headers, footers,
   footnotes, endnotes and comments are not read.
 - An entity reference inside a text (only a file with a DTD has one, and Word writes none: a hand-made
@@ -36,7 +37,9 @@ CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.d
 _HEADING = re.compile(r"^heading ([1-9])$")
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _TEXT = f"{_W}t"
-_SPACES = (f"{_W}tab", f"{_W}br", f"{_W}cr")
+# A paragraph starts with a space too: a cell's or a text box's paragraphs are read inside another element.
+_SPACES = (f"{_W}tab", f"{_W}br", f"{_W}cr", f"{_W}p")
+_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
 _WRAPPERS = (f"{_W}sdt", f"{_W}customXml")
 _OFF = {"0", "false", "off"}
 _PROPERTIES = {"title": "docx_title", "author": "docx_author", "subject": "docx_subject", "keywords": "docx_keywords"}
@@ -101,8 +104,9 @@ def _unwrap(body: Any) -> None:
     body by its content, in place: python-docx reads only the paragraphs and tables that are a body's
     own children (and the rows of a table, the cells of a row), so a cover page, table of contents or
     form in a control, or a table row a repeating section holds, was left out. A control showing its
-    placeholder is removed with its content. Nested wrappers: the outer one's content moves up with
-    the inner wrapper in it, which is replaced in turn."""
+    placeholder is removed with its content, and so is a text box's second copy (``mc:Fallback``).
+    Nested wrappers: the outer one's content moves up with the inner wrapper in it, which is
+    replaced in turn."""
     for wrapper in list(body.iter(*_WRAPPERS)):
         parent = wrapper.getparent()
         if wrapper.tag == _WRAPPERS[1]:
@@ -114,6 +118,8 @@ def _unwrap(body: Any) -> None:
             content = [] if shown is None or showing else list(shown)
         index = parent.index(wrapper)
         parent[index : index + 1] = content
+    for fallback in list(body.iter(_FALLBACK)):  # a text box's copy for older readers (mc:Choice holds it)
+        fallback.getparent().remove(fallback)
 
 
 def _block(item: Any, levels: dict[str, int]) -> str:
@@ -144,7 +150,7 @@ def _cells(row: Any) -> list[str]:
 
 
 def _text(element: Any) -> str:
-    """An element's text, its whitespace runs, tabs and line breaks as one space: read from its
+    """An element's text, its whitespace runs, tabs, line breaks and paragraphs as one space: read from its
     ``w:t`` elements in one pass (python-docx's ``text`` runs an XPath query per paragraph and cell,
     most of the time of a long file)."""
     parts = ((_t(node) if len(node) else node.text or "") if node.tag == _TEXT else " " for node in element.iter(_TEXT, *_SPACES))
