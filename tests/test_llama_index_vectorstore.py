@@ -116,7 +116,7 @@ def test_metadata_filters(hotpot):
     assert set(ids(either)) >= {passages[i]["id"] for i in (100, 101, 102)}
     assert {i for i in ids(either)} <= {p["id"] for p in passages if p["title"] in titles} | {passages[i]["id"] for i in (100, 101, 102)}
     with pytest.raises(UnsupportedFilterError):
-        ids(MetadataFilters(filters=[MetadataFilter(key="title", value="Rush", operator=FilterOperator.TEXT_MATCH)]))
+        ids(MetadataFilters(filters=[MetadataFilter(key="title", value="Rush", operator=FilterOperator.TEXT_MATCH_INSENSITIVE)]))
     index = VectorStoreIndex.from_vector_store(vector_store, embed_model=vector_store.embed_model)
     odd = index.as_retriever(similarity_top_k=4, filters=MetadataFilters(filters=[MetadataFilter(key="shard", value="odd")]))
     assert all(n.node.metadata["shard"] == "odd" for n in odd.retrieve(queries[0]["question"]))
@@ -219,31 +219,133 @@ async def test_get_nodes_by_filters_alone(minilm, spacy_extractor):
             vector_store.get_nodes()
 
 
-def test_not_and_is_empty_match_llama_index_s_own_filter_function(minilm, spacy_extractor):
-    """NOT matches the nodes none of its filters match, IS_EMPTY a missing key, null, "" or []:
-    the same nodes as llama_index.core's reference (build_metadata_filter_fn, SimpleVectorStore)."""
+_FILTER_METADATA = {
+    "n1": {"author": "Alice", "year": 2005, "tags": ["a", "b"], "note": "x", "title": "Rush Hour"},
+    "n2": {"author": "Bob", "year": 2005.0, "tags": [], "note": "", "title": "rush"},
+    "n3": {"author": "Alice", "year": 1999, "tags": ["b"], "note": None, "title": "The Rush"},
+    "n4": {"author": "Carol", "year": 2010, "tags": ["b", "c"]},
+    "n5": {"author": None, "note": "y", "title": "Calm"},
+    "n6": {"author": "alice", "year": 2020, "tags": ["a"]},
+}
+
+
+def _one(key, value, operator):
+    return MetadataFilters(filters=[MetadataFilter(key=key, value=value, operator=operator)])
+
+
+def _two(condition):
+    return MetadataFilters(
+        filters=[MetadataFilter(key="author", value="Alice"), MetadataFilter(key="year", value=2000, operator=FilterOperator.GT)], condition=condition
+    )
+
+
+_O = FilterOperator
+_FILTER_CASES = [
+    # a missing key or null (n5's author, n3's note) matches only NE, NIN and IS_EMPTY
+    _one("author", "Alice", _O.EQ),
+    _one("year", 2005, _O.EQ),  # 2005 and 2005.0
+    _one("year", 2005.0, _O.EQ),
+    _one("tags", [], _O.EQ),
+    _one("author", "Alice", _O.NE),
+    _one("year", 2005, _O.NE),
+    _one("tags", [], _O.NE),
+    _one("note", "", _O.NE),
+    _one("year", 2000, _O.GT),
+    _one("year", 2005, _O.GTE),
+    _one("year", 2005, _O.LT),
+    _one("year", 2005.0, _O.LTE),
+    _one("author", "B", _O.GT),  # strings as text: "alice" > "B"
+    _one("title", "Rush", _O.LTE),
+    _one("author", ["Alice", "Carol"], _O.IN),
+    _one("year", [1999, 2010], _O.IN),
+    _one("author", [], _O.IN),
+    _one("author", ["Alice", "Carol"], _O.NIN),
+    _one("year", [2005], _O.NIN),
+    _one("author", [], _O.NIN),
+    _one("tags", "b", _O.CONTAINS),  # a list element
+    _one("title", "Rush", _O.CONTAINS),  # a substring
+    _one("author", "li", _O.CONTAINS),
+    _one("title", "Rush", _O.TEXT_MATCH),
+    _one("title", "ush", _O.TEXT_MATCH),
+    _one("tags", ["a", "c"], _O.ANY),
+    _one("title", ["Rush", "rush"], _O.ANY),
+    _one("tags", [], _O.ANY),
+    _one("tags", ["b", "c"], _O.ALL),
+    _one("title", ["R", "H"], _O.ALL),
+    _one("author", [], _O.ALL),  # every node with a value
+    _one("tags", None, _O.IS_EMPTY),
+    _one("note", None, _O.IS_EMPTY),
+    _one("author", None, _O.IS_EMPTY),
+    _two(FilterCondition.AND),
+    _two(FilterCondition.OR),
+    _two(FilterCondition.NOT),
+    MetadataFilters(filters=[MetadataFilter(key="author", value="Alice", operator=_O.EQ)], condition=FilterCondition.NOT),
+    MetadataFilters(filters=[MetadataFilter(key="year", value=2000, operator=_O.GT)], condition=FilterCondition.NOT),
+    MetadataFilters(filters=[MetadataFilter(key="author", value=["Alice"], operator=_O.NIN)], condition=FilterCondition.NOT),
+    MetadataFilters(
+        filters=[MetadataFilter(key="tags", value="c", operator=_O.CONTAINS), _two(FilterCondition.NOT), _one("note", None, _O.IS_EMPTY)],
+        condition=FilterCondition.OR,
+    ),
+    MetadataFilters(filters=[_one("title", "Rush", _O.CONTAINS), _two(FilterCondition.OR)], condition=FilterCondition.NOT),
+]
+
+
+def _reference(filters, node_id):
+    """llama_index.core's own filter function on _FILTER_METADATA; it refuses nested MetadataFilters,
+    so a nested group is its own call, combined as build_metadata_filter_fn combines a group."""
     from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 
-    metadata = {
-        "n1": {"author": "Alice", "year": 2005, "tags": ["a"], "note": "x"},
-        "n2": {"author": "Bob", "year": 2005, "tags": [], "note": ""},
-        "n3": {"author": "Alice", "year": 1999, "note": None},
-        "n4": {"author": "Carol", "year": 2010, "tags": ["b", "c"]},
-    }
-    eq = FilterOperator.EQ
-    cases = [
-        MetadataFilters(filters=[MetadataFilter(key="author", value="Alice"), MetadataFilter(key="year", value=2005)], condition=FilterCondition.NOT),
-        MetadataFilters(filters=[MetadataFilter(key="author", value="Alice", operator=eq)], condition=FilterCondition.NOT),
-        *(MetadataFilters(filters=[MetadataFilter(key=key, value=None, operator=FilterOperator.IS_EMPTY)]) for key in ("tags", "note", "missing")),
-    ]
+    if not any(isinstance(item, MetadataFilters) for item in filters.filters):
+        return build_metadata_filter_fn(_FILTER_METADATA.__getitem__, filters)(node_id)
+    results = [_reference(item if isinstance(item, MetadataFilters) else MetadataFilters(filters=[item]), node_id) for item in filters.filters]
+    condition = filters.condition or FilterCondition.AND
+    return all(results) if condition == FilterCondition.AND else any(results) if condition == FilterCondition.OR else not any(results)
+
+
+@pytest.fixture(scope="module")
+def filter_nodes(minilm, spacy_extractor):
     with SurrealStore("mem://") as store:
         vector_store = SurrealKGVectorStore(store=store, embedder=minilm, extractor=spacy_extractor)
-        vector_store.add([TextNode(id_=key, text=f"Note {key} on river towns and their bridges.", metadata=meta) for key, meta in metadata.items()])
-        embedding = vector_store.embed_model.get_query_embedding("river towns")
-        for filters in cases:
-            found = vector_store.query(VectorStoreQuery(query_embedding=embedding, similarity_top_k=10, filters=filters)).ids
-            expected = build_metadata_filter_fn(metadata.__getitem__, filters)
-            assert sorted(found) == [key for key in metadata if expected(key)], filters
+        nodes = [TextNode(id_=key, text=f"Note {key} on river towns and their bridges.", metadata=meta) for key, meta in _FILTER_METADATA.items()]
+        vector_store.add(nodes)
+        yield vector_store, vector_store.embed_model.get_query_embedding("river towns")
+
+
+@pytest.mark.parametrize("filters", _FILTER_CASES, ids=lambda f: f"{f.condition.name}:" + ",".join(getattr(i, "operator", "group").__str__() for i in f.filters))
+def test_every_filter_operator_matches_llama_index_s_own_filter_function(filter_nodes, filters):
+    """Each operator and condition finds the nodes llama_index.core's reference
+    (build_metadata_filter_fn, SimpleVectorStore's) finds on the same metadata: missing keys and
+    nulls, ints against floats, list elements and substrings, empty lists, NOT over several filters."""
+    vector_store, embedding = filter_nodes
+    expected = [key for key in _FILTER_METADATA if _reference(filters, key)]
+    found = vector_store.query(VectorStoreQuery(query_embedding=embedding, similarity_top_k=10, filters=filters)).ids
+    assert sorted(found) == expected
+    assert sorted(node.node_id for node in vector_store.get_nodes(None, filters=filters)) == expected
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "operator", "instead"),
+    [
+        ("author", None, _O.EQ, "use IS_EMPTY"),  # LlamaIndex: never matches
+        ("author", None, _O.NE, "IS_EMPTY inside MetadataFilters"),  # LlamaIndex: always matches
+        ("tags", ["a", "b"], _O.NE, "use NIN"),  # LlamaIndex: the whole value is not this list
+        ("tags", ["a", "b"], _O.EQ, "use IN"),
+        ("year", [2000], _O.GT, "not a list"),
+        ("tags", ["a"], _O.CONTAINS, "use ANY or ALL"),
+        ("author", "Alice", _O.IN, "use EQ"),  # LlamaIndex: a substring of "Alice"
+        ("author", "Alice", _O.NIN, "use NE"),
+        ("tags", "ab", _O.ANY, "use CONTAINS"),  # LlamaIndex: the characters "a" and "b"
+        ("tags", "ab", _O.ALL, "use CONTAINS"),
+        ("year", None, _O.GT, "not None"),
+        ("title", "rush", _O.TEXT_MATCH_INSENSITIVE, "use TEXT_MATCH or CONTAINS"),
+    ],
+)
+def test_filters_llama_index_reads_otherwise_or_the_store_cannot_express_are_refused(filter_nodes, key, value, operator, instead):
+    vector_store, embedding = filter_nodes
+    query = VectorStoreQuery(query_embedding=embedding, similarity_top_k=10, filters=_one(key, value, operator))
+    with pytest.raises(UnsupportedFilterError, match=rf"the {operator.name} filter on '{key}' .*{instead}") as refused:
+        vector_store.query(query)
+    assert isinstance(refused.value, ValueError)
 
 
 def test_nodes_the_vector_store_wrote_read_back_clean_through_the_kg_retriever(minilm, spacy_extractor):
