@@ -374,7 +374,7 @@ def test_resolve_extractor(spacy_nlp, spacy_extractor):
 def test_spacy_runs_with_one_blas_thread_and_the_limit_is_lifted_after():
     from threadpoolctl import threadpool_info
 
-    from surreal_kgrag.extract.spacy_pipeline import one_blas_thread
+    from surreal_kgrag.blas import one_blas_thread
 
     def blas_threads() -> list[int]:
         return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]

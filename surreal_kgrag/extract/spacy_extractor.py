@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
+from ..blas import one_blas_thread
 from ..checks import check_texts
 from ..errors import ConfigurationError
 from ..models import ConceptMention
 from .base import NOUN_PHRASE, Found
 from .normalise import normalise_concept
-from .spacy_pipeline import load_spacy, one_blas_thread, require_language, resolve_pipeline_name
+from .spacy_pipeline import load_spacy, require_language, resolve_pipeline_name
 
 if TYPE_CHECKING:
     from spacy.language import Language

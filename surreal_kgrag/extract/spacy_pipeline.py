@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import sys
 import threading
-from contextlib import AbstractContextManager, nullcontext
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -112,25 +110,3 @@ def _use_numpy_matmul(nlp: Language) -> None:
         for node in model.walk():
             if type(node.ops) is NumpyOps and getattr(node.ops, "use_blis", False):
                 node.ops = numpy_ops
-
-
-def one_blas_thread() -> AbstractContextManager[Any]:
-    """Limit numpy's BLAS to one thread while spaCy runs, if threadpoolctl is installed.
-
-    spaCy's matrices are small: a second BLAS thread gave no speed-up here but burned ~60% more CPU
-    spinning, CPU the embedding model or the database could use. threadpoolctl comes with
-    sentence-transformers (via scikit-learn); torch's own thread pools are not affected. The
-    libraries are looked up once: ``threadpool_limits`` looks them up on every call, 1.2 ms, which
-    was a sixth of analysing a question.
-    """
-    controller = _blas_controller()
-    return nullcontext() if controller is None else controller.limit(limits=1, user_api="blas")
-
-
-@cache
-def _blas_controller() -> Any:
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:
-        return None
-    return ThreadpoolController()
