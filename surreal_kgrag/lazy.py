@@ -7,7 +7,6 @@ touches the database, and they share how a store is opened, ingested into and cl
 from __future__ import annotations
 
 import threading
-import weakref
 from typing import Any
 
 from .db import SurrealStore
@@ -20,8 +19,8 @@ class LazyRetriever:
 
     ``filters``, ``access`` and ``reranker`` are passed to ``make_retriever`` only when set (``access``
     and ``filters`` are the retriever's scope: what every search may read). A store this object
-    opened is closed by ``close()``, or when this object is garbage-collected; one given through
-    :meth:`wrap` belongs to the caller.
+    opened is closed by ``close()``, or once nothing holds it any more (neither this object nor a
+    retriever on it); one given through :meth:`wrap` belongs to the caller.
 
     A deep copy is this object (a live store is not copied: the copy searches the same one). A
     pickled one carries its settings and opens its own store on first use; one made by :meth:`wrap`
@@ -53,7 +52,6 @@ class LazyRetriever:
         self._retriever: BaseRetriever | None = None
         self._owns_store = False
         self._wrapped = False
-        self._closer: weakref.finalize[Any, Any] | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -87,10 +85,7 @@ class LazyRetriever:
                     store.close()
                     raise
                 self._owns_store = True
-                # A retriever dropped without close() (LangChain's per-call copies, a forgotten one)
-                # still releases its store; the interpreter's exit is left to the store's own hook.
-                self._closer = weakref.finalize(self, store.close)
-                self._closer.atexit = False
+                store.close_when_collected()
             return self._retriever
 
     def ingestor(self, extractor: Any = None, config: IngestConfig | None = None, scope: Scope | None = None) -> Ingestor:
@@ -115,9 +110,7 @@ class LazyRetriever:
         with self._lock:
             if not self._owns_store:
                 return None
-            if self._closer is not None:
-                self._closer.detach()
-            retriever, self._retriever, self._owns_store, self._closer = self._retriever, None, False, None
+            retriever, self._retriever, self._owns_store = self._retriever, None, False
             return retriever
 
 

@@ -227,6 +227,7 @@ def test_settings_built_retrievers_made_configurable_share_one_store(kg_url, min
     each copy must search the default's store (on mem:// a copy's own store would be a new, empty
     database) and no call may leave a store open behind it."""
     import gc
+    import time
 
     from langchain_core.runnables import ConfigurableField
 
@@ -251,10 +252,22 @@ def test_settings_built_retrievers_made_configurable_share_one_store(kg_url, min
     assert EmbeddedConnection._registry[kg_url].refs == references
     copied = on_file.model_copy(update={"k": 3})
     assert len(copied.invoke(QUESTION)) == 3
+    core = on_file.core
     del on_file, configurable, copied
-    gc.collect()  # the last retriever holding the core is gone: its store is released
-    remaining = EmbeddedConnection._registry.get(kg_url)
-    assert (remaining.refs if remaining else 0) == references - 1
+    gc.collect()
+    assert [d.id for d in core.search(QUESTION, k=2).documents]  # a core still held keeps its store open
+    assert EmbeddedConnection._registry[kg_url].refs == references
+
+    def held() -> int:
+        remaining = EmbeddedConnection._registry.get(kg_url)
+        return remaining.refs if remaining else 0
+
+    del core
+    gc.collect()  # nothing holds the store now: it is released (in a thread of its own)
+    deadline = time.monotonic() + 10
+    while held() != references - 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert held() == references - 1
 
 
 def test_a_settings_built_retriever_deep_copies_and_pickles(kg_url, minilm):

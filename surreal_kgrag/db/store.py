@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -93,6 +94,13 @@ class SurrealStore:
             connection, self._connection = self._connection, None
         if connection is not None:
             connection.release()
+
+    def close_when_collected(self) -> None:
+        """Release the connection once this object is garbage-collected, for an owner that cannot
+        close it at a known point (a retriever LangChain copies per call, or one dropped unclosed).
+        Nothing can query a store nobody holds, so this never closes under a reader's feet."""
+        finalizer = weakref.finalize(self, _release_dropped, self.__dict__)
+        finalizer.atexit = False  # at exit, EmbeddedConnection.close_all closes every engine handle
 
     async def aclose(self) -> None:
         with self._open_lock:
@@ -267,3 +275,11 @@ def _major(version: str) -> int:
     if not match:
         raise StoreConnectionError(f"could not read the SurrealDB version from {version!r}")
     return int(match.group(1))
+
+
+def _release_dropped(state: dict[str, Any]) -> None:
+    """A collected store's connection, released in a thread of its own: the collector may run in a
+    thread that holds a lock ``release()`` takes."""
+    connection = state.get("_connection")
+    if connection is not None:
+        threading.Thread(target=connection.release, name="surreal-kgrag-release", daemon=True).start()

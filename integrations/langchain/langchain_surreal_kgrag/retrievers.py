@@ -77,7 +77,7 @@ class SurrealKGRetriever(BaseRetriever):
 
     Retrievers built from equal core fields in one process share one core (store and models), so
     the copies ``configurable_fields`` makes on every call search the same store; it is closed by
-    :meth:`close` (a later call reopens it) or when no retriever holds it any more.
+    :meth:`close` (a later call reopens it) or once nothing holds it any more.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
@@ -159,7 +159,7 @@ class SurrealKGRetriever(BaseRetriever):
             raise ValueError(f"{name} of a retriever made by from_retriever() is the wrapped core retriever's; build a new one instead")
         super().__setattr__(name, value)
         if name in CORE_FIELDS:
-            self._lazy = self._build()  # the old core closes its store once no retriever holds it
+            self._lazy = self._build()  # the old core's store is released once nothing holds it
 
     def __getstate__(self) -> dict[Any, Any]:
         if self.wrapped_core is not None:
