@@ -252,6 +252,8 @@ def test_settings_built_retrievers_made_configurable_share_one_store(kg_url, min
     assert EmbeddedConnection._registry[kg_url].refs == references
     copied = on_file.model_copy(update={"k": 3})
     assert len(copied.invoke(QUESTION)) == 3
+    assert (on_file.core.config.k, copied.core.config.k) == (2, 3)  # one core, each retriever's own k
+    assert len(copied.core.search(QUESTION).documents) == 3
     core = on_file.core
     del on_file, configurable, copied
     gc.collect()

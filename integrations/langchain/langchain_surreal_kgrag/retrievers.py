@@ -7,6 +7,7 @@ documents, as in the core), whose text is that document's best matching chunks.
 
 from __future__ import annotations
 
+import copy
 import threading
 import weakref
 from collections.abc import Iterable
@@ -185,8 +186,15 @@ class SurrealKGRetriever(BaseRetriever):
 
     @property
     def core(self) -> CoreRetriever:
-        """The core retriever, built (with its store) on first use, narrowed to ``access`` and ``filters``."""
-        return self._lazy.retriever.narrowed(Scope(access=self.access, filters=self.filters))
+        """The core retriever, built (with its store) on first use, narrowed to ``access`` and
+        ``filters``, with this retriever's ``k`` as its default (a shared core was built with the
+        first retriever's)."""
+        core = self._lazy.retriever.narrowed(Scope(access=self.access, filters=self.filters))
+        if core.config.k == self.k:
+            return core
+        core = copy.copy(core)
+        core.config = core.config.model_copy(update={"k": self.k})
+        return core
 
     # -- retrieval -------------------------------------------------------------------------------
 
