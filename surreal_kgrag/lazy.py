@@ -51,28 +51,30 @@ class LazyRetriever:
         self._retriever_args.update({name: value for name, value in given if value is not None})
         self._retriever: BaseRetriever | None = None
         self._owns_store = False
-        self._wrapped = False
         self._lock = threading.Lock()
 
     @classmethod
     def wrap(cls, retriever: BaseRetriever) -> LazyRetriever:
         lazy = cls(retriever.mode, k=retriever.config.k)
         lazy._retriever = retriever
-        lazy._wrapped = True
         return lazy
 
     def __deepcopy__(self, memo: dict[int, Any]) -> LazyRetriever:
         return self
 
     def __reduce__(self) -> tuple[Any, ...]:
-        if self._wrapped:
+        self.check_picklable()
+        return (_rebuild, (self.mode, self.url, self._store_args, self._retriever_args))
+
+    def check_picklable(self) -> None:
+        """Raise ``TypeError`` for one made by :meth:`wrap`: it holds the caller's live store."""
+        with self._lock:
+            wrapped = self._retriever is not None and not self._owns_store
+        if wrapped:
             raise TypeError(
                 "a retriever wrapping a core retriever holds the caller's open store and cannot be pickled; "
                 "build it from connection settings (db_url=...) instead"
             )
-        settings = {**self._store_args, "url": self.url, **self._retriever_args}
-        options = {name: settings.pop(name) for name in list(settings) if name not in _KEYWORDS}
-        return (_rebuild, (self.mode, settings, options))
 
     @property
     def retriever(self) -> BaseRetriever:
@@ -114,8 +116,7 @@ class LazyRetriever:
             return retriever
 
 
-_KEYWORDS = frozenset({"url", "namespace", "database", "username", "password", "embedder", "k", "filters", "access", "reranker"})
-
-
-def _rebuild(mode: str, settings: dict[str, Any], options: dict[str, Any]) -> LazyRetriever:
-    return LazyRetriever(mode, **settings, options=options)
+def _rebuild(mode: str, url: str | None, store_args: dict[str, Any], retriever_args: dict[str, Any]) -> LazyRetriever:
+    lazy = LazyRetriever(mode, url=url, **store_args)
+    lazy._retriever_args = retriever_args
+    return lazy

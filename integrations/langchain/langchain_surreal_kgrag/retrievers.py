@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -41,7 +41,7 @@ _shared_lock = threading.Lock()
 _shared: list[tuple[dict[str, Any], weakref.ref[LazyRetriever]]] = []
 
 
-def _shared_core(settings: dict[str, Any], build: Any) -> LazyRetriever:
+def _shared_core(settings: dict[str, Any], build: Callable[[], LazyRetriever]) -> LazyRetriever:
     with _shared_lock:
         _shared[:] = [(held, ref) for held, ref in _shared if ref() is not None]
         for held, ref in _shared:
@@ -163,11 +163,7 @@ class SurrealKGRetriever(BaseRetriever):
             self._lazy = self._build()  # the old core's store is released once nothing holds it
 
     def __getstate__(self) -> dict[Any, Any]:
-        if self.wrapped_core is not None:
-            raise TypeError(
-                "a retriever made by from_retriever() holds the caller's open store and cannot be pickled; "
-                "build it from connection settings (db_url=...) instead"
-            )
+        self._lazy.check_picklable()  # before pydantic reaches wrapped_core, the caller's live store
         return super().__getstate__()
 
     @classmethod
