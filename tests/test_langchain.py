@@ -272,6 +272,27 @@ def test_settings_built_retrievers_made_configurable_share_one_store(kg_url, min
     assert held() == references - 1
 
 
+def test_retrievers_sharing_a_core_keep_their_own_scopes(minilm, spacy_extractor):
+    """Two retrievers on one store with different access labels share a core (equal core fields):
+    each reads and writes only under its own labels."""
+    from surreal_kgrag.vectors import VectorWriteError
+
+    hives = SurrealKGRetriever(db_url="mem://", mode="chunk", embedder=minilm, k=5, access=["hives"])
+    barns = SurrealKGRetriever(db_url="mem://", mode="chunk", embedder=minilm, k=5, access=["barns"])
+    try:
+        assert hives._lazy is barns._lazy
+        hives.add_documents([Document(id="bees", page_content="Bees make honey in their hives.")], extractor=spacy_extractor)
+        barns.add_documents([Document(id="owls", page_content="Owls hunt mice in barns at night.")], extractor=spacy_extractor)
+        assert [d.id for d in hives.invoke("honey and owls")] == ["bees"]
+        assert [d.id for d in barns.invoke("honey and owls")] == ["owls"]
+        with pytest.raises(VectorWriteError, match="bees"):
+            barns.add_documents([Document(id="bees", page_content="Bees were replaced by owls.")], extractor=spacy_extractor)
+        [bees] = hives.invoke("honey")
+        assert bees.page_content == "Bees make honey in their hives."
+    finally:
+        hives.close()
+
+
 def test_a_settings_built_retriever_deep_copies_and_pickles(kg_url, minilm):
     import copy
     import pickle
