@@ -6,6 +6,7 @@ the workaround."""
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 
@@ -14,8 +15,9 @@ import pytest
 
 from surreal_kgrag import IngestConfig, Ingestor, Scope, SourceDocument, SurrealStore, make_retriever, surql
 from surreal_kgrag.chunking import SentenceChunker
-from surreal_kgrag.retrieval.base import LRU, MAX_CANDIDATES, Request
-from surreal_kgrag.retrieval.pool import FILTERED_POOL, Pool
+from surreal_kgrag.retrieval import pool as pool_module
+from surreal_kgrag.retrieval.base import LRU, MAX_CANDIDATES, ChunkTotals, Request
+from surreal_kgrag.retrieval.pool import FILTERED_POOL, POST_FILTER_MAX, POST_FILTER_READ, Pool, post_filtered_size
 
 SUBJECTS = ["The volcano", "A glacier", "The river", "An old castle", "The harbour", "A rainforest", "The desert",
             "A coral reef", "The observatory", "A vineyard", "The railway", "A monastery", "The bridge", "A lighthouse"]
@@ -55,12 +57,16 @@ FILTERS = {  # what share of the chunks each filter passes
 }
 
 
-@pytest.fixture(params=["scan when few pass", "KNN whatever passes"])
+@pytest.fixture(params=["scan when few pass", "post-filter", "filtered KNN"])
 def exact_scan_chunks(request, monkeypatch):
-    """Both ways a filtered search reads its pool: this store's filters pass a few hundred chunks,
-    which are scanned exactly by default; with the limit at 0 they go through the filtered KNN."""
+    """The three ways a filtered search reads its pool: this store's filters pass a few hundred
+    chunks, which are scanned exactly by default; with the limit at 0 an unfiltered KNN is read and
+    filtered after it (a filter passing at least 2% of the chunks), or, with no post-filtered read
+    allowed, the KNN filters."""
     limit = surql.CONSTANTS["exact_scan_chunks"] if request.param == "scan when few pass" else 0
     monkeypatch.setitem(surql.CONSTANTS, "exact_scan_chunks", limit)
+    if request.param == "filtered KNN":
+        monkeypatch.setattr(pool_module, "POST_FILTER_MAX", 0)
     surql.load.cache_clear()
     yield limit
     monkeypatch.undo()
@@ -236,7 +242,7 @@ def test_a_short_filtered_knn_is_scanned_again_through_the_documents_it_counted(
         first = _search_chunks(store, vector, scope)
         assert not first["pool"]["exact"] and first["pool"]["inside"]
         assert not pool.read(first, 1)  # as if the filtered KNN had come back far short
-        assert pool.params() == {"keep": K, "exact": True, "count_inside": True}
+        assert pool.params() == {"keep": K, "exact": True, "count_inside": True, "post": False}
         out = store.query("search_chunks", {"embedding": vector, "threshold": -1.0, "limit": 1000, "filtered": True, **pool.params(),
                                             **condition.params}, candidates=pool.size, ef=80, filter=condition,
                           document_filter=condition.on_documents())[-1]
@@ -338,3 +344,65 @@ def test_a_filter_passing_fewer_documents_than_k_reads_one_pool(long_documents, 
     finally:
         monkeypatch.undo()
         surql.load.cache_clear()
+
+
+def test_a_filter_passing_a_large_share_filters_an_unfiltered_knn(store, minilm, monkeypatch):
+    """A filter passing half the chunks, more than an exact scan reads: the search reads the
+    unfiltered KNN of twice the chunks it keeps over that share, keeps those inside the filter, and
+    finds the exact filtered top K; it neither counts the documents inside nor filters the KNN."""
+    monkeypatch.setitem(surql.CONSTANTS, "exact_scan_chunks", 0)
+    surql.load.cache_clear()
+    scope = FILTERS["10 tenants (50%)"]
+    counted = store.query("count_chunks", {"filtered": True, **scope.compile().params}, filter=scope.compile())[-1]
+    assert 0.4 < counted["scope"] / counted["store"] < 0.6 and counted["documents"] == DOCUMENTS // 2
+    reads: list[tuple[dict, dict, dict]] = []
+    query = store.query
+
+    def recorded(name, params=None, **placeholders):
+        answer = query(name, params, **placeholders)
+        if name == "search_chunks":
+            reads.append((dict(params), placeholders, answer[-1]["pool"]))
+        return answer
+
+    monkeypatch.setattr(store, "query", recorded)
+    retriever = make_retriever("chunk", store, embedder=minilm, scope=scope, group_by="chunk")
+    try:
+        for question in QUESTIONS[:4]:
+            vector = minilm.embed_query(question)
+            reads.clear()
+            found = retriever.search(question, k=K, embedding=vector).documents
+            assert [d.chunks[0].id for d in found] == _exact(store, vector, scope)
+            ((params, placeholders, pool),) = reads
+            assert params["post"] and not params["count_inside"] and not params["exact"]
+            assert placeholders["candidates"] == math.ceil(POST_FILTER_READ * 20 * counted["store"] / counted["scope"])
+            assert pool["read"] == placeholders["candidates"] and pool["inside"] is None
+    finally:
+        monkeypatch.undo()
+        surql.load.cache_clear()
+
+
+def test_which_filters_are_applied_after_the_knn():
+    """Post-filtering needs the counts, more chunks inside than an exact scan reads, as many
+    documents inside as the search wants, and a share of the store large enough for a first read
+    of at most ``POST_FILTER_MAX`` vectors."""
+    scope = Scope(access=["t1"])
+    request = Request(query="q", k=5, fetch=5, scope=scope, filter=scope.compile(), embedding=[0.0])
+    limit = surql.CONSTANTS["exact_scan_chunks"]
+    assert post_filtered_size(request, 20, ChunkTotals(scope=1_000, store=2_000, documents=50)) == 80
+    assert post_filtered_size(request, 20, ChunkTotals(scope=1_000, store=1_000, documents=50)) == 40
+    assert post_filtered_size(request, 20, None) is None  # not counted
+    assert post_filtered_size(request, 20, ChunkTotals(scope=limit, store=100_000, documents=50)) is None  # scanned exactly
+    assert post_filtered_size(request, 20, ChunkTotals(scope=10_000, store=20_000, documents=4)) is None  # fewer than k documents
+    largest = math.ceil(POST_FILTER_READ * 20 / POST_FILTER_MAX * 1_000_000)
+    assert post_filtered_size(request, 20, ChunkTotals(scope=largest, store=1_000_000, documents=50)) == POST_FILTER_MAX
+    assert post_filtered_size(request, 20, ChunkTotals(scope=largest - 1_000, store=1_000_000, documents=50)) is None
+    unfiltered = Request(query="q", k=5, fetch=5, scope=Scope(), filter=Scope().compile(), embedding=[0.0])
+    assert post_filtered_size(unfiltered, 20, ChunkTotals(scope=1_000, store=1_000, documents=50)) is None
+    pool = Pool(request, 20, passing=ChunkTotals(scope=1_000, store=2_000, documents=50))
+    assert (pool.size, pool.keep, pool.params()) == (80, 20, {"keep": 20, "exact": False, "count_inside": False, "post": True})
+    assert pool.read({"pool": {"exact": False, "inside": None, "read": 80}}, 3)  # 3 of 80 inside: not read again exactly
+    pool.grow(found=2, fetched=3)  # the unfiltered KNN was full: more may pass further out
+    assert (pool.size, pool.keep) == (320, 80)
+    assert pool.read({"pool": {"exact": False, "inside": None, "read": 250}}, 40)  # the store holds 250 chunks
+    pool.grow(found=3, fetched=40)
+    assert pool.size is None

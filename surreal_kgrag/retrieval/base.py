@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import copy
+import json
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,6 +29,8 @@ from .scope import Scope
 
 #: The largest KNN pool a search grows to while grouping leaves fewer than k documents.
 MAX_CANDIDATES = 5000
+#: How long chunk counts (:class:`ChunkTotals`) are used before they are counted again.
+RECOUNT_SECONDS = 60.0
 
 
 class Request(BaseModel):
@@ -85,6 +88,15 @@ class LRU:
         return value
 
 
+class ChunkTotals(NamedTuple):
+    """Chunks inside a condition (a scope, or a scope and a call's filter) and in the whole store,
+    and the documents holding the chunks inside."""
+
+    scope: int
+    store: int
+    documents: int
+
+
 @dataclass
 class Loaded:
     """What a retriever reads once or now and then, in one object its narrowed copies share."""
@@ -129,6 +141,7 @@ class BaseRetriever:
         )
         self._embeddings = LRU()
         self._dense = LRU(256)  # filters found to hold more documents than a search counts (Pool)
+        self._chunk_totals = LRU(64)  # per condition: (ChunkTotals, when counted)
         self._loaded = Loaded()
 
     def __repr__(self) -> str:
@@ -217,6 +230,26 @@ class BaseRetriever:
             found = meta.get("schema_version") if isinstance(meta, dict) else None
             self._loaded.schema = found if isinstance(found, int) else 0
         return self._loaded.schema >= version
+
+    def _chunks_inside(self, condition: CompiledFilter) -> Plan[ChunkTotals]:
+        """Chunks inside ``condition`` and in the store (``count_chunks.surql``), counted again now
+        and then as the store grows."""
+        key = json.dumps([condition.condition, condition.params], sort_keys=True, default=str)
+        cached = self._chunk_totals.lookup(key)
+        if cached is not None and time.monotonic() - cached[1] <= RECOUNT_SECONDS:
+            return cached[0]
+        params = {"filtered": bool(condition.condition), **condition.params}
+        counted = (yield Query("count_chunks", params, {"filter": condition.on_documents()}))[-1]
+        totals = ChunkTotals(max(int(counted["scope"] or 0), 1), max(int(counted["store"] or 0), 1), int(counted["documents"] or 0))
+        self._chunk_totals.remember(key, (totals, time.monotonic()))
+        return totals
+
+    def _passing(self, request: Request) -> Plan[ChunkTotals | None]:
+        """Chunks inside the request's scope and filter and in the store, for a filtered search
+        (its KNN pool depends on the share passing: :class:`.pool.Pool`); None without a filter."""
+        if not request.filter.condition:
+            return None
+        return (yield from self._chunks_inside(request.filter))
 
     # -- request preparation ---------------------------------------------------------------------
 

@@ -33,7 +33,8 @@ class ChunkRetriever(BaseRetriever):
             "filtered": bool(request.filter.condition),
             **request.filter.params,
         }
-        pool = Pool(request, self._candidates(request), threshold=self.config.threshold, dense=self._dense)
+        passing = yield from self._passing(request)
+        pool = Pool(request, self._candidates(request), threshold=self.config.threshold, dense=self._dense, passing=passing)
         documents: list[RetrievedDocument] = []
         while pool.size is not None:
             placeholders = self._knn_placeholders(request, pool.size)

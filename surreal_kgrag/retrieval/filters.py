@@ -323,6 +323,8 @@ def combine(*filters: CompiledFilter) -> CompiledFilter:
     parts = [f for f in filters if f.condition]
     if not parts:
         return NO_FILTER
+    if len(parts) == 1:
+        return parts[0]
     params: dict[str, Any] = {}
     for f in parts:
         clash = params.keys() & f.params.keys()

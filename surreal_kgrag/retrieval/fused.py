@@ -13,26 +13,16 @@ from functools import partial
 from typing import Any, ClassVar, NamedTuple
 
 from .. import phrases
-from ..db import SurrealStore, checked_int
+from ..db import checked_int
 from ..db.sdk import RecordID
 from ..schema import NAME_COUNTS_SINCE
 from ..surql import CompiledFilter
 from . import documents
-from .base import LRU, BaseRetriever, Request
+from .base import RECOUNT_SECONDS, BaseRetriever, ChunkTotals, Request
 from .config import HybridConfig, RetrieverConfig
 from .fusion import Hit, chunk_from, fuse, fuse_chunks, per_chunk, top_chunks
 from .plan import Compute, Concurrently, Plan, Query
 from .results import HYDRATE, RANK, Channel, RetrievedDocument
-
-_RECOUNT_SECONDS = 60.0
-
-
-class ChunkTotals(NamedTuple):
-    """Chunks in a search's scope (the N of its concept weights) and in the whole store (the N a
-    word's store-wide count in the ``term`` table is compared with)."""
-
-    scope: int
-    store: int
 
 
 class FusedRetriever(BaseRetriever):
@@ -43,29 +33,15 @@ class FusedRetriever(BaseRetriever):
     config_class: ClassVar[type[RetrieverConfig]] = HybridConfig
     config: HybridConfig
 
-    def __init__(self, store: SurrealStore, **kwargs: Any) -> None:
-        super().__init__(store, **kwargs)
-        # What is read once or now and then lives in holders, never in plain fields: a narrowed
-        # retriever is a shallow copy (BaseRetriever.narrowed) and shares them with its original.
-        # Chunks in each scope searched, and in the store: (ChunkTotals, when counted).
-        self._chunk_totals = LRU(64)
-
     def _chunk_total(self, request: Request) -> Plan[ChunkTotals]:
-        """Chunks in the request's scope and in the store, counted again now and then as the store grows."""
-        key = request.scope.key()
-        cached = self._chunk_totals.lookup(key)
-        if cached is not None and time.monotonic() - cached[1] <= _RECOUNT_SECONDS:
-            return cached[0]
-        scope = request.scope.compile()
-        counted = (yield Query("count_chunks", {"filtered": bool(scope.condition), **scope.params}, {"filter": scope.on_documents()}))[-1]
-        totals = ChunkTotals(max(int(counted["scope"] or 0), 1), max(int(counted["store"] or 0), 1))
-        self._chunk_totals.remember(key, (totals, time.monotonic()))
-        return totals
+        """Chunks in the request's scope (the N of its concept weights) and in the store (the N a
+        word's store-wide count in the ``term`` table is compared with)."""
+        return (yield from self._chunks_inside(request.scope.compile()))
 
     def _documents_in_store(self) -> Plan[int]:
         """Documents in the store (the N of a document name's rarity), counted again now and then."""
         cached = self._loaded.documents
-        if cached is not None and time.monotonic() - cached[1] <= _RECOUNT_SECONDS:
+        if cached is not None and time.monotonic() - cached[1] <= RECOUNT_SECONDS:
             return cached[0]
         total = max(int((yield Query("count_documents"))[-1] or 0), 1)
         self._loaded.documents = (total, time.monotonic())

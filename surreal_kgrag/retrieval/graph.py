@@ -67,7 +67,8 @@ class GraphRetriever(FusedRetriever):
         totals = yield from self._chunk_total(request)
         chunk_total = totals.scope
         candidates = self._candidates(request)
-        pool = Pool(request, candidates, threshold=config.threshold, dense=self._dense)
+        passing = yield from self._passing(request)
+        pool = Pool(request, candidates, threshold=config.threshold, dense=self._dense, passing=passing)
         beside = (names_query(request, question.spans, config.max_df),)
         (name_rows,), text, named_docs = yield from self._lexical(request, question, totals, candidates, beside)
         names = yield Compute(partial(self._names, question.spans, name_rows, chunk_total), ANALYZE)

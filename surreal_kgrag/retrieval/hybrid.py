@@ -75,7 +75,8 @@ class HybridRetriever(FusedRetriever):
         and the pool came back full."""
         totals = yield from self._chunk_total(request)
         candidates = self._candidates(request)
-        pool = Pool(request, candidates, threshold=self.config.threshold, dense=self._dense)
+        passing = yield from self._passing(request)
+        pool = Pool(request, candidates, threshold=self.config.threshold, dense=self._dense, passing=passing)
         question = yield Compute(partial(self._question, request.query), ANALYZE)
         _, text, named = yield from self._lexical(request, question, totals, candidates)
         pool.unread = [doc for doc, _, _ in named]  # their passages come from the first pool's KNN

@@ -1,15 +1,17 @@
-"""The KNN pool of one search: how many vectors it reads and ranks, whether it scans exactly, and
-when it grows (filtered HNSW search on SurrealDB 3.2 is slow when few vectors pass and can drop
-true neighbours, surrealdb#7423)."""
+"""The KNN pool of one search: how many vectors it reads and ranks, whether it filters them after
+the KNN or inside it or scans exactly, and when it grows (filtered HNSW search on SurrealDB 3.2 is
+slow, and slower the fewer vectors pass, and can drop true neighbours, surrealdb#7423)."""
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .base import LRU, MAX_CANDIDATES, Request
+from .. import surql
+from .base import LRU, MAX_CANDIDATES, ChunkTotals, Request
 
 #: How much larger the first pool of a filtered chunk KNN is. Filtered HNSW search on SurrealDB
 #: 3.2 drops true neighbours (surrealdb#7423): on a 2,400-chunk store the top 10 of a 10-vector
@@ -20,6 +22,32 @@ FILTERED_POOL = 4
 #: inside than it counts (``fragments/nearest_chunks.surql``): the count reads that many documents,
 #: about 15 ms of a 100 ms filtered search on the short passages.
 DENSE_SECONDS = 60.0
+#: A filtered search reads the KNN of the whole store and keeps the chunks inside its filter (it
+#: post-filters) when the filter passes more chunks than an exact scan reads: this many times the
+#: chunks it keeps, over the share of the store's chunks inside the filter, so that about twice
+#: those it keeps pass. A filtered HNSW search reads every candidate it visits, and its document,
+#: to test the filter: on 1,971 passages a 20-vector post-filtered KNN took 5.6-19 ms where the
+#: 80-vector filtered one took 30-126 ms, for filters passing 95% down to 20% of the chunks
+#: (``benchmarks/filtered_latency.py``).
+POST_FILTER_READ = 2
+#: The largest first KNN a search post-filters; a filter passing a smaller share of the store goes
+#: through the filtered KNN. At 0.1 ms a vector read, 2,000 still cost less than the filtered KNN of
+#: a filter passing 2% (136 against 329 ms on the passages).
+POST_FILTER_MAX = 2000
+
+
+def post_filtered_size(request: Request, keep: int, passing: ChunkTotals | None) -> int | None:
+    """The unfiltered KNN a filtered search reads first, to keep the ``keep`` nearest inside its
+    filter; None to filter inside the KNN or scan exactly instead. ``passing``: the chunks inside
+    the filter and in the store, when counted. A filter passing fewer documents than the search
+    wants is read the other way, which counts the documents inside and stops when it found them
+    all (a post-filtered pool would grow to its largest looking for more)."""
+    if not request.filter.condition or passing is None:
+        return None
+    if passing.scope <= surql.CONSTANTS["exact_scan_chunks"] or passing.documents < request.fetch:
+        return None
+    size = math.ceil(POST_FILTER_READ * keep * passing.store / passing.scope)
+    return size if size <= POST_FILTER_MAX else None
 
 
 def exact_instead(request: Request, fetched: int, candidates: int) -> bool:
@@ -50,10 +78,12 @@ def grow(candidates: int, found: int, wanted: int, fetched: int) -> int | None:
 
 
 class Pool:
-    """The KNN pool of one search as it is read: ``keep`` vectors ranked, out of ``size`` read; a
-    filtered KNN reads ``FILTERED_POOL`` times more than it keeps, for the neighbours filtered HNSW
-    search drops, so a filter that passes every chunk ranks as no filter does. A filter passing few
-    chunks is read by an exact scan from the start (the query decides: ``fragments/nearest_chunks``);
+    """The KNN pool of one search as it is read: ``keep`` vectors ranked, out of ``size`` read. A
+    filter passing many chunks (``passing``, counted) is applied to the rows of an unfiltered KNN
+    (:func:`post_filtered_size`); a filtered KNN reads ``FILTERED_POOL`` times more than it keeps,
+    for the neighbours filtered HNSW search drops, so a filter that passes every chunk ranks as no
+    filter does. A filter passing few chunks is read by an exact scan from the start (the query
+    decides: ``fragments/nearest_chunks``);
     the pool is read again as an exact scan when a filtered KNN comes back short
     (:func:`exact_instead`), then larger while the search finds fewer documents than the request
     wants (:func:`grow`) and its vectors are above ``threshold`` (none: any similarity); ``size`` is
@@ -64,16 +94,29 @@ class Pool:
     ``unread``: the documents the question names, whose passages come with the first KNN read
     (``fragments/named_passages.surql``); :meth:`read` keeps them in ``passages``."""
 
-    def __init__(self, request: Request, keep: int, *, threshold: float | None = None, dense: LRU | None = None) -> None:
+    def __init__(
+        self,
+        request: Request,
+        keep: int,
+        *,
+        threshold: float | None = None,
+        dense: LRU | None = None,
+        passing: ChunkTotals | None = None,
+    ) -> None:
         self.request = request
         self.keep = keep
         self.size: int | None = min(keep * FILTERED_POOL, MAX_CANDIDATES) if request.filter.condition else keep
         self.exact = False
+        post = post_filtered_size(request, keep, passing)
+        self.post = post is not None
+        if post is not None:
+            self.size = post
+        self._read = 0  # the chunks the last unfiltered KNN of a post-filtered pool returned
         self.unread: list[str] = []
         self.passages: list[dict[str, Any]] = []
         self._threshold = threshold
         self._inside: frozenset[str] | None = None  # the documents inside the filter, when counted
-        self._count = bool(request.filter.condition)
+        self._count = bool(request.filter.condition) and not self.post
         self._dense, self._key = dense, ""
         if self._count and dense is not None:
             self._key = json.dumps([request.filter.condition, request.filter.params], sort_keys=True, default=str)
@@ -85,7 +128,9 @@ class Pool:
         pool is to be read again as an exact scan instead (the answer is then left unused)."""
         assert self.size is not None
         read = out.get("pool") or {}
-        if self._count:
+        if self.post:
+            self._read = int(read.get("read") or 0)
+        elif self._count:
             # the first read counted the documents inside the filter; later ones count them again
             # only to scan the few chunks inside it exactly
             inside = read.get("inside")
@@ -95,7 +140,7 @@ class Pool:
                 self._dense.remember(self._key, time.monotonic())
         if read.get("exact"):
             self.exact = True  # asked for, or the query's own choice: few chunks pass the filter
-        elif exact_instead(self.request, fetched, self.size):
+        elif not self.post and exact_instead(self.request, fetched, self.size):
             self.exact = True
             # counted again, the documents inside are scanned through their chunks alone
             self._count = self._inside is not None
@@ -115,14 +160,17 @@ class Pool:
         wants chunks, not documents). A pool that returned nothing, or whose last vector fell below
         the search's ``threshold``, is done: every further vector would too; so is one whose
         documents hold every document inside the filter (a chunk of a document being written or
-        removed does not count)."""
+        removed does not count). A post-filtered pool counts the vectors its unfiltered KNN returned,
+        not the fewer inside the filter."""
         assert self.size is not None
+        if self.post:
+            fetched = self._read
         exhausted = (
             not fetched
             or (self._threshold is not None and lowest is not None and lowest < self._threshold)
             or (self._inside is not None and documents is not None and self._inside <= {str(key) for key in documents})
         )
-        used = 0 if exhausted else fetched if self.exact else pool_used(self.request, fetched, self.size)
+        used = 0 if exhausted else fetched if self.exact or self.post else pool_used(self.request, fetched, self.size)
         self.size = grow(self.size, found, self.request.fetch, used)
         if self.size is not None and self.exact:
             # an exact scan reads every chunk inside the filter whatever its LIMIT: once more, all of it
@@ -132,6 +180,6 @@ class Pool:
 
     def params(self) -> dict[str, Any]:
         """The pool's params of ``fragments/nearest_chunks.surql`` and ``fragments/named_passages.surql``:
-        whether it counts the documents inside the filter, whether it scans exactly, how much of the
-        KNN it ranks."""
-        return {"keep": self.keep, "exact": self.exact, "count_inside": self._count}
+        whether it counts the documents inside the filter, whether it scans exactly or post-filters,
+        how much of the KNN it ranks."""
+        return {"keep": self.keep, "exact": self.exact, "count_inside": self._count, "post": self.post}
