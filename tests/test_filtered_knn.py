@@ -353,7 +353,7 @@ def test_a_filter_passing_a_large_share_filters_an_unfiltered_knn(store, minilm,
     monkeypatch.setitem(surql.CONSTANTS, "exact_scan_chunks", 0)
     surql.load.cache_clear()
     scope = FILTERS["10 tenants (50%)"]
-    counted = store.query("count_chunks", {"filtered": True, **scope.compile().params}, filter=scope.compile())[-1]
+    counted = store.query("count_passing", {"filtered": True, **scope.compile().params}, filter=scope.compile().on_documents())[-1]
     assert 0.4 < counted["scope"] / counted["store"] < 0.6 and counted["documents"] == DOCUMENTS // 2
     reads: list[tuple[dict, dict, dict]] = []
     query = store.query
@@ -406,3 +406,24 @@ def test_which_filters_are_applied_after_the_knn():
     assert pool.read({"pool": {"exact": False, "inside": None, "read": 250}}, 40)  # the store holds 250 chunks
     pool.grow(found=3, fetched=40)
     assert pool.size is None
+
+
+def test_the_share_passing_a_filter_is_read_from_a_bounded_number_of_documents(store, monkeypatch):
+    """``count_passing.surql`` reads at most ``passing_documents`` documents: past that, the chunks
+    and documents inside are lower bounds (a larger first pool, never a smaller one)."""
+    condition = FILTERS["10 tenants (50%)"].compile()
+
+    def passing():
+        params = {"filtered": True, **condition.params}
+        return store.query("count_passing", params, filter=condition.on_documents())[-1]
+
+    whole = passing()
+    assert whole["documents"] == DOCUMENTS // 2 and whole["store"] == store.query("table_counts")[-1]["chunk"]
+    monkeypatch.setitem(surql.CONSTANTS, "passing_documents", 10)
+    surql.load.cache_clear()
+    try:
+        bounded = passing()
+        assert bounded["documents"] == 10 and 10 <= bounded["scope"] < whole["scope"] and bounded["store"] == whole["store"]
+    finally:
+        monkeypatch.undo()
+        surql.load.cache_clear()

@@ -90,7 +90,8 @@ class LRU:
 
 class ChunkTotals(NamedTuple):
     """Chunks inside a condition (a scope, or a scope and a call's filter) and in the whole store,
-    and the documents holding the chunks inside."""
+    and the documents holding the chunks inside (``count_passing.surql`` reads a bounded number of
+    documents: its ``scope`` and ``documents`` may be lower bounds)."""
 
     scope: int
     store: int
@@ -231,15 +232,15 @@ class BaseRetriever:
             self._loaded.schema = found if isinstance(found, int) else 0
         return self._loaded.schema >= version
 
-    def _chunks_inside(self, condition: CompiledFilter) -> Plan[ChunkTotals]:
-        """Chunks inside ``condition`` and in the store (``count_chunks.surql``), counted again now
-        and then as the store grows."""
-        key = json.dumps([condition.condition, condition.params], sort_keys=True, default=str)
+    def _chunks_inside(self, condition: CompiledFilter, query: str = "count_chunks") -> Plan[ChunkTotals]:
+        """Chunks inside ``condition`` and in the store (``count_chunks.surql``, or ``query``),
+        counted again now and then as the store grows."""
+        key = json.dumps([query, condition.condition, condition.params], sort_keys=True, default=str)
         cached = self._chunk_totals.lookup(key)
         if cached is not None and time.monotonic() - cached[1] <= RECOUNT_SECONDS:
             return cached[0]
         params = {"filtered": bool(condition.condition), **condition.params}
-        counted = (yield Query("count_chunks", params, {"filter": condition.on_documents()}))[-1]
+        counted = (yield Query(query, params, {"filter": condition.on_documents()}))[-1]
         totals = ChunkTotals(max(int(counted["scope"] or 0), 1), max(int(counted["store"] or 0), 1), int(counted["documents"] or 0))
         self._chunk_totals.remember(key, (totals, time.monotonic()))
         return totals
@@ -249,7 +250,7 @@ class BaseRetriever:
         (its KNN pool depends on the share passing: :class:`.pool.Pool`); None without a filter."""
         if not request.filter.condition:
             return None
-        return (yield from self._chunks_inside(request.filter))
+        return (yield from self._chunks_inside(request.filter, "count_passing"))
 
     # -- request preparation ---------------------------------------------------------------------
 
