@@ -55,7 +55,9 @@ NO_FILTER = CompiledFilter("", document="")
 #: ``chunk_list_max``: a concept's chunks are listed in `concept_chunks` while at most this many
 #: chunks mention it (``surreal_kgrag.schema.CHUNK_LIST_MAX``). ``exact_scan_chunks``: a filtered
 #: search scans the chunks inside its filter exactly, instead of a filtered HNSW search, when they
-#: number at most this many (``fragments/nearest_chunks.surql``). ``passing_documents``: the most
+#: number at most this many (``fragments/nearest_chunks.surql``), and the named documents with no
+#: chunk near the question are scanned while their chunks add up to at most this many
+#: (``fragments/named_passages.surql``). ``passing_documents``: the most
 #: documents a filtered search reads to learn what share of the store passes (``count_passing.surql``).
 CONSTANTS: dict[str, int] = {"chunk_list_max": 32, "exact_scan_chunks": 500, "passing_documents": 10_000}
 
