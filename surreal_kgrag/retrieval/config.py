@@ -92,7 +92,7 @@ class HybridConfig(RetrieverConfig):
         100, ge=1, le=5000,
         description="document channel: a named document's passages are its chunks among this many nearest to the question "
         "(its best ones, up to chunks_per_document); a document with none there has all its chunks scanned (exact, in "
-        "proportion to its length)",
+        "proportion to its length; best named first, at most 500 chunks together but always the first)",
     )
     document_min_chunks: int = Field(
         3, ge=1, description="document channel: documents shorter than this many chunks are left to the other channels"

@@ -19,7 +19,9 @@ The channel's hits are each named document's best passages for the question
 (``fragments/named_passages.surql``), so a long document enters the ranking with the chunks that
 answer, not its first ones. They are taken from the ``document_passage_pool`` chunks nearest to the
 question in the store, where a document's chunks are its best ones, and by exact cosine over the
-document's own chunks when it has none there, which costs in proportion to its length. That pool is
+document's own chunks when it has none there, which costs in proportion to its length (so the
+documents scanned, best named first, hold at most ``exact_scan_chunks`` chunks together, the first
+whatever its length; one left out has no passages). That pool is
 the search's own KNN, raised to the pool's size: one KNN, not two. The modes fuse the channel with
 their others (weight ``weights["document"]``).
 """
