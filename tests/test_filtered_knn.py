@@ -427,3 +427,25 @@ def test_the_share_passing_a_filter_is_read_from_a_bounded_number_of_documents(s
     finally:
         monkeypatch.undo()
         surql.load.cache_clear()
+
+
+@pytest.mark.parametrize("mode", ["concept", "hybrid", "graph"])
+def test_a_fused_search_with_a_scope_alone_counts_it_once(store, minilm, spacy_extractor, mode, monkeypatch):
+    """The fused modes count their scope for the concept weights (``count_chunks``); with no call
+    filter that count also chooses the KNN pool, so ``count_passing`` is not read; a call filter
+    on top of the scope is counted on its own."""
+    names: list[str] = []
+    query_many = store.query_many  # every query goes through it
+
+    def recorded(steps):
+        names.extend(name for name, _, _ in steps)
+        return query_many(steps)
+
+    monkeypatch.setattr(store, "query_many", recorded)
+    extra = {"extractor": spacy_extractor} if mode == "hybrid" else {}
+    retriever = make_retriever(mode, store, embedder=minilm, scope=FILTERS["10 tenants (50%)"], **extra)
+    retriever.search(QUESTIONS[0], k=K)
+    assert names.count("count_chunks") == 1 and "count_passing" not in names, names
+    names.clear()
+    retriever.search(QUESTIONS[1], k=K, filters={"n": {"$lt": 150}})
+    assert names.count("count_passing") == 1 and "count_chunks" not in names  # the scope's count is cached

@@ -38,6 +38,13 @@ class FusedRetriever(BaseRetriever):
         word's store-wide count in the ``term`` table is compared with)."""
         return (yield from self._chunks_inside(request.scope.compile()))
 
+    def _passing(self, request: Request) -> Plan[ChunkTotals | None]:
+        """As :meth:`BaseRetriever._passing`; a filter that is the scope alone (no call filter) was
+        counted whole for the concept weights (:meth:`_chunk_total`), and that count serves."""
+        if request.filter.condition and request.filter == request.scope.compile():
+            return (yield from self._chunk_total(request))
+        return (yield from super()._passing(request))
+
     def _documents_in_store(self) -> Plan[int]:
         """Documents in the store (the N of a document name's rarity), counted again now and then."""
         cached = self._loaded.documents
