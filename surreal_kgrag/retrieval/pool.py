@@ -105,12 +105,10 @@ class Pool:
     ) -> None:
         self.request = request
         self.keep = keep
-        self.size: int | None = min(keep * FILTERED_POOL, MAX_CANDIDATES) if request.filter.condition else keep
-        self.exact = False
         post = post_filtered_size(request, keep, passing)
         self.post = post is not None
-        if post is not None:
-            self.size = post
+        self.size: int | None = post or (min(keep * FILTERED_POOL, MAX_CANDIDATES) if request.filter.condition else keep)
+        self.exact = False
         self._read = 0  # the chunks the last unfiltered KNN of a post-filtered pool returned
         self.unread: list[str] = []
         self.passages: list[dict[str, Any]] = []
