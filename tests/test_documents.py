@@ -8,13 +8,14 @@ name, its period and its cover tell reports of one company apart (the shape of a
 from __future__ import annotations
 
 import pytest
+from surrealdb import RecordID
 
 from surreal_kgrag import Ingestor, SourceDocument, SurrealStore
 from surreal_kgrag.errors import QueryExecutionError
 from surreal_kgrag.identity import asks_latest, document_date, document_names, periods
 from surreal_kgrag.models import ConceptMention
 from surreal_kgrag.retrieval import make_retriever
-from surreal_kgrag.retrieval.documents import hits
+from surreal_kgrag.retrieval.documents import hits, question_names, scores
 from surreal_kgrag.schema import SCHEMA_VERSION, ensure_schema
 
 COMPANIES = {
@@ -88,6 +89,21 @@ def test_a_document_is_named_by_its_file_name_parts_and_the_organisations_it_is_
     assert document_date(doc) == "2023-04-01"
     dated = SourceDocument(key="k", text="x", source="notes.txt", metadata={"date": "2021-11-05T10:00:00"})
     assert document_date(dated) == "2021-11-05"
+
+
+def test_a_name_in_more_documents_than_the_last_count_still_weighs_for_them():
+    """The store's document count is read once a minute; documents written since can carry a name
+    more often than that count holds. The name still adds to its documents' scores, never less."""
+    spans, periods = question_names("What did Zenith Robotics report in 2023 Q2?")
+    names = {span.name for span in spans}
+    assert {"zenith robotics"} <= names and periods
+    rows = [
+        {"name": "zenith robotics", "n": 9, "docs": [{"doc": RecordID("document", f"z{i}"), "chunks": 40} for i in range(9)]},
+        {"name": periods[0], "n": 1, "docs": [{"doc": RecordID("document", "z3"), "chunks": 40}]},
+    ]
+    ranked = scores(rows, spans, periods, total=4, per_name=64, latest=False)
+    assert ranked[0][0] == "z3"
+    assert len(ranked) == 9 and all(score > 0 for _, score, _ in ranked)
 
 
 @pytest.mark.parametrize("mode", FUSED_MODES)

@@ -127,17 +127,23 @@ def test_hybrid_vector_channel_reaches_every_chunk_a_selective_filter_passes(sto
         assert {p.chunk_id for d in found for p in d.provenance if p.channel == "vector"} == passing
 
 
-@pytest.mark.parametrize("mode", ["chunk", "concept", "hybrid", "graph"])
-def test_a_filter_that_passes_every_document_ranks_as_no_filter(store, minilm, spacy_extractor, mode, exact_scan_chunks):
+@pytest.mark.parametrize(
+    "mode, options",
+    [("chunk", {}), ("chunk", {"aggregate": "count"}), ("concept", {}), ("hybrid", {}), ("graph", {})],
+    ids=["chunk", "chunk-count", "concept", "hybrid", "graph"],
+)
+def test_a_filter_that_passes_every_document_ranks_as_no_filter(store, minilm, spacy_extractor, mode, options, exact_scan_chunks):
     """A filtered KNN reads a larger pool than it ranks (for the neighbours filtered HNSW drops):
-    the extra vectors are not seeds, vector hits or BM25 hits, so the ranking is the unfiltered one."""
+    the extra vectors are not seeds, vector hits, BM25 hits or a document's chunks, so the ranking
+    and what each document shows are the unfiltered ones."""
     extra = {"extractor": spacy_extractor} if mode == "hybrid" else {}
-    retriever = make_retriever(mode, store, embedder=minilm, **extra)
+    retriever = make_retriever(mode, store, embedder=minilm, **extra, **options)
     for question in QUESTIONS:
         plain = retriever.search(question, k=K)
         everything = retriever.search(question, k=K, filters={"n": {"$gte": 0}})
         assert [d.id for d in everything.documents] == [d.id for d in plain.documents], question
         assert [d.score for d in everything.documents] == pytest.approx([d.score for d in plain.documents]), question
+        assert [[c.id for c in d.chunks] for d in everything.documents] == [[c.id for c in d.chunks] for d in plain.documents]
 
 
 @pytest.mark.parametrize("mode", ["concept", "hybrid", "graph"])

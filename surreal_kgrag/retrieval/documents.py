@@ -76,7 +76,8 @@ def scores(
     for name, factor in quality.items():
         row = found[name]
         n = int(row["n"])
-        weight = factor * math.log((total - n + 0.5) / (n + 0.5) + 1.0)
+        # `total` is counted once a minute: documents written since can give a name more than that
+        weight = factor * math.log((max(total, n) - n + 0.5) / (n + 0.5) + 1.0)
         for hit in row["docs"]:
             if int(hit.get("chunks") or 0) < min_chunks:
                 continue
