@@ -84,7 +84,7 @@ def _engine_knn(store, vector, scope):
     does not count the documents inside the filter, which would scan exactly)."""
     condition = scope.compile()
     params = {"embedding": vector, "threshold": -1.0, "limit": 1000, "filtered": True, "exact": False, "count_inside": False,
-              **condition.params}
+              "keep": K, **condition.params}
     out = store.query("search_chunks", params, candidates=K, ef=80, filter=condition, document_filter=condition.on_documents())[-1]
     assert not out["pool"]["exact"]
     return [c["id"].id for d in out["documents"] for c in d["chunks"]]
@@ -203,7 +203,7 @@ def test_a_scoped_walk_without_hop_2_counts_the_concepts_its_seeds_met(minilm, s
 def _search_chunks(store, vector, scope):
     condition = scope.compile()
     params = {"embedding": vector, "threshold": -1.0, "limit": 1000, "filtered": True, "exact": False, "count_inside": True,
-              **condition.params}
+              "keep": K, **condition.params}
     return store.query("search_chunks", params, candidates=K, ef=80, filter=condition, document_filter=condition.on_documents())[-1]
 
 

@@ -3,6 +3,7 @@ generations, the rule that decides them, and queries that never see an index com
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import numpy as np
@@ -30,7 +31,8 @@ def _write(store: SurrealStore, vectors: np.ndarray, start: int = 0) -> None:
 
 def _nearest(store: SurrealStore, vector: np.ndarray, k: int = 5) -> list[str]:
     """The documents (one chunk each) of the k nearest chunks, through the HNSW search."""
-    found = store.query("search_chunks", {"embedding": vector, "threshold": -1.0, "limit": k, "exact": False, "filtered": False, "count_inside": False},
+    found = store.query("search_chunks", {"embedding": vector, "threshold": -1.0, "limit": k, "exact": False, "filtered": False, "count_inside": False,
+                                          "keep": k},
                         candidates=k, ef=64, filter=_no_filter(), document_filter=_no_filter())[-1]
     return [str(row["id"].id) for row in found["documents"]]
 
@@ -173,6 +175,35 @@ def test_a_rebuild_waits_for_queries_on_the_old_generation_and_writes_wait_for_i
         writer = catalog.enter(write=True)
         assert writer is not None
         catalog.leave(writer)
+
+
+def _interrupt() -> None:
+    raise KeyboardInterrupt  # as Ctrl-C does, from inside the running loop
+
+
+def test_ctrl_c_during_a_rebuild_leaves_the_store_writable(tmp_path, monkeypatch):
+    """Ctrl-C while ``optimize`` waits for a build stops the loop with the rebuild still waiting; it
+    is cancelled and finishes there, so its gate on writes opens, and the live generation stays."""
+    from surreal_kgrag.db import maintenance
+
+    async def stalled(*args, **kwargs):
+        asyncio.get_running_loop().call_later(0.05, _interrupt)
+        await asyncio.sleep(60)
+
+    with SurrealStore(f"surrealkv://{tmp_path / 'kg'}") as store:
+        ensure_schema(store, dimension=DIM, embedder="e")
+        vectors = _vectors(20, 6)
+        _write(store, vectors)
+        monkeypatch.setattr(maintenance, "_built", stalled)
+        with pytest.raises(KeyboardInterrupt):
+            store.optimize(force=True)
+        monkeypatch.undo()
+        lease = store._conn().catalog.enter(write=True)
+        assert lease is not None  # a write would have waited for ever
+        store._conn().catalog.leave(lease)
+        _write(store, vectors[:1], start=20)
+        assert store.index_states()["chunk"].generation == 0
+        assert _nearest(store, vectors[5])[0] == "d5"
 
 
 def test_an_in_memory_store_is_maintained_like_a_file():

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Awaitable, Coroutine, Sequence
 from concurrent.futures import Future
@@ -54,7 +55,17 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         holder: _ThreadLoop | None = getattr(_thread_loops, "holder", None)
         if holder is None or holder.loop.is_closed():
             holder = _thread_loops.holder = _ThreadLoop()
-        return holder.loop.run_until_complete(coro)
+        task = holder.loop.create_task(coro)
+        try:
+            return holder.loop.run_until_complete(task)
+        except BaseException:
+            # Ctrl-C stops the loop with the task still waiting: cancel it and let it finish, so its
+            # `finally` blocks run now (a rebuild's gate on the store's writes is released).
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    holder.loop.run_until_complete(task)
+            raise
     # Sync API called from inside a running loop (a notebook, an async framework calling sync
     # code): hand the coroutine to a helper thread instead of nesting loops.
     future: Future[T] = asyncio.run_coroutine_threadsafe(coro, _helper_loop())
