@@ -286,6 +286,35 @@ def test_a_file_whose_new_parts_fail_to_write_keeps_its_old_version(store, minil
     assert integrity(store) == {}
 
 
+def test_a_file_whose_later_part_fails_keeps_its_old_version(store, minilm, spacy_extractor, tmp_path, monkeypatch):
+    """A file's new parts span several batches: its old version goes only once all of them are
+    written, not after the first batch."""
+    path = tmp_path / "later.md"
+    path.write_text("# Notes\n\nA short note about Tallinn.")
+    ingestor = Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=IngestConfig(max_document_chars=2_000, batch_size=2))
+    assert ingestor.ingest([path]).added == 1
+    key = str(path.resolve())
+    path.write_text("# Notes\n\n" + prose(90))  # now read in parts, two a batch
+    query = SurrealStore.query
+
+    def third_part_refused(self, name, params=None, **placeholders):
+        if name == "write_documents" and any(str(rid.id).endswith("#part-00003") for rid in (params or {}).get("doc_ids", [])):
+            raise QueryExecutionError("SurrealDB rejected write_documents.surql: the disk is full")
+        return query(self, name, params, **placeholders)
+
+    monkeypatch.setattr(SurrealStore, "query", third_part_refused)
+    summary = ingestor.ingest([path])
+    monkeypatch.undo()
+    assert summary.failed >= 1 and summary.added >= 2, summary
+    stored = {r["id"].id for r in store.query("document_parts", {"sources": [key]})[-1]}
+    assert key in stored  # the old version stays beside the parts that were written
+    assert f"{key}#part-00001" in stored and f"{key}#part-00003" not in stored
+    rerun = ingestor.ingest([path])
+    assert rerun.failed == 0 and rerun.skipped >= 2
+    assert all(r["id"].id.startswith(f"{key}#part-") for r in store.query("document_parts", {"sources": [key]})[-1])
+    assert integrity(store) == {}
+
+
 async def test_cancelling_aingest_leaves_only_whole_documents_and_a_rerun_finishes(store, minilm, spacy_extractor):
     texts = [prose(12, seed=i * 12) for i in range(40)]
     ids = [f"d{i:02d}" for i in range(40)]

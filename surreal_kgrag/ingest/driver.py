@@ -115,6 +115,9 @@ class Run:
         # Where each key was first read, and a digest of its text: another text under the key from a
         # second source (two files giving the same id) would silently replace the first in this run.
         self.origins: dict[str, tuple[str, bytes]] = {}
+        # Stored documents the run's files no longer produce, by record id, with their file: removed
+        # once every batch is written (a file's new documents can span several batches).
+        self.stale: dict[str, tuple[Any, str]] = {}
         self.line = StageLine(self.config.queue_batches)
         self.abort = self.line.abort
         self.progress: Any = None
@@ -152,6 +155,8 @@ class Run:
                     self._load, [("extract", self._extract), ("embed", self._embed)], lambda batch: self._write(batch, writer, vectors)
                 )
                 if not self.abort.is_set():
+                    with self._timed("write"), vectors.write_lock:
+                        self._remove_stale()
                     self.progress.set_postfix_str("vectors", refresh=True)
                     vectors.finish()  # what the last writes queued
             if self.abort.is_set():  # aingest cancelled (the worker has stopped: its counts are final)
@@ -202,15 +207,17 @@ class Run:
         self.summary.failures.extend(batch.failures)
         self.summary.skipped += batch.skipped
         self._written(len(batch.failures) + batch.skipped, 0)
+        self.stale.update((str(rid), (rid, source)) for rid, source in batch.stale)
         with self._timed("write"), vectors.write_lock:
-            failed = len(self.summary.failures)
             writer.write(batch.prepared, self.abort.is_set)
-            self._remove_stale(batch.stale, {failure.source for failure in self.summary.failures[failed:]})
         vectors.poke()
 
-    def _remove_stale(self, stale: list[tuple[Any, str]], failed: set[str]) -> None:
-        """Delete what the batch's files no longer produce, once their new documents are written: a
-        file whose new version failed keeps its old one."""
+    def _remove_stale(self) -> None:
+        """Delete what the run's files no longer produce, once all their new documents are written: a
+        file any of whose new documents failed keeps its old ones, beside the new ones that were
+        written (nothing is lost; the next run replaces them)."""
+        failed = {failure.source for failure in self.summary.failures}
+        stale = list(self.stale.values())
         for source in dict.fromkeys(source for _, source in stale if source not in failed):
             try:
                 delete_records(self.store, [rid for rid, of in stale if of == source], self.config.group_chunks, self.scope)
