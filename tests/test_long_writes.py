@@ -16,6 +16,7 @@ from test_ingest_safety import integrity
 
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.db.sdk import RecordID
+from surreal_kgrag.errors import QueryExecutionError
 from surreal_kgrag.extract import NOUN_PHRASE, TITLE_KIND
 from surreal_kgrag.ingest import IngestConfig, Ingestor
 from surreal_kgrag.ingest.delete import delete_records
@@ -206,6 +207,31 @@ def test_a_crash_part_way_leaves_chunks_no_reader_sees_and_the_next_run_removes_
     assert finish_pending_writes(store, GROUP) == 0  # a write renewed just now may be another process's, running
     assert integrity(store) == {"chunks_without_document": 2 * GROUP, "chunks_not_of_stored_version": 2 * GROUP, "pending_writes": 1}
     assert finish_pending_writes(store, GROUP, abandoned_after=datetime.timedelta(0)) == 1
+    assert snapshot(store) == snapshot(reference) and integrity(store) == {}
+
+
+def test_a_failed_clean_up_after_a_committed_long_write_is_left_to_the_next_run(store, reference, monkeypatch, caplog):
+    """The old chunks of a replaced long document go after its new version is committed; when that
+    removal fails, the write still counts, the run goes on, readers see the new version, and the
+    next run's finish_pending_writes removes the rest."""
+    write(store, document("long.txt", 130, seed=2))
+    original = store.query
+    committed: list[str] = []
+
+    def refused(name: str, params: Any = None, **placeholders: Any) -> list[Any]:
+        if name == "remove_stale_chunks" and committed and params["doc"].id == "long.txt":
+            raise QueryExecutionError("SurrealDB rejected remove_stale_chunks.surql: the disk is full")
+        committed.extend([name] if name == "commit_document" else [])
+        return original(name, params, **placeholders)
+
+    monkeypatch.setattr(store, "query", refused)
+    summary = write(store, document("long.txt", 100, seed=5), document("other.txt", 90, seed=3))
+    monkeypatch.undo()
+    assert summary.failures == [] and summary.chunks == 190 and "the next ingest removes them" in caplog.text
+    assert chunks_shown(store, "long.txt") == list(range(100)) and chunks_shown(store, "other.txt") == list(range(90))
+    assert integrity(store)["chunks_not_of_stored_version"] == 130
+    assert finish_pending_writes(store, GROUP, abandoned_after=datetime.timedelta(0)) == 1
+    write(reference, document("long.txt", 100, seed=5), document("other.txt", 90, seed=3), group_chunks=1_000)
     assert snapshot(store) == snapshot(reference) and integrity(store) == {}
 
 

@@ -11,6 +11,7 @@ committed, and the version it replaces until then.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -23,6 +24,8 @@ from .bridges import link
 from .concepts import concept_record
 from .records import PreparedDocument, groups
 from .slices import claim, done, remove_stale, slices, version
+
+logger = logging.getLogger(__name__)
 
 ATTEMPTS = 4
 #: What a write may raise for one document: the engine's refusal, or a value the SDK cannot encode
@@ -84,10 +87,10 @@ class Writer:
         counted: set[Any] = set()  # the concepts the slices written so far mention
         try:
             claim(self.store, doc_id, self.scope)
-        except QueryExecutionError as error:
+            remove_stale(self.store, doc_id, self.group_chunks, self.scope)  # what a crashed write of this document left
+        except WRITE_ERRORS as error:
             self._fail(item, error)
             return
-        remove_stale(self.store, doc_id, self.group_chunks, self.scope)  # what a crashed write of this document left
         try:
             for part in slices(item, self.group_chunks):
                 if stop():
@@ -100,8 +103,13 @@ class Writer:
         except WRITE_ERRORS as error:
             self._fail(item, error)
         finally:
-            remove_stale(self.store, doc_id, self.group_chunks, self.scope)
-            done(self.store, doc_id, self.scope)
+            try:
+                remove_stale(self.store, doc_id, self.group_chunks, self.scope)
+                done(self.store, doc_id, self.scope)
+            except WRITE_ERRORS as error:
+                # Readers see only the committed version; its pending_write row stays, and the next
+                # run removes the other chunks (finish_pending_writes).
+                logger.warning("the old chunks of %s were not removed (%s): the next ingest removes them", item.doc.source, error)
         if committed:
             self._count([item], created)
 
