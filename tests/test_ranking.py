@@ -138,6 +138,31 @@ def test_fused_modes_score_chunks_on_the_document_scale(build, mode, fusion):
     assert all(d.chunks[0].score == pytest.approx(best[d.chunks[0].id]) for d in per_chunk if d.chunks[0].id in best)
 
 
+@pytest.mark.parametrize("mode", ["concept", "hybrid", "graph"])
+def test_a_chunk_ranking_reads_one_pool_and_hydrates_only_the_chunks_it_returns(build, monkeypatch, mode):
+    """group_by='chunk' wants k chunks: a pool whose hits hold that many (at most chunks_per_document
+    a document) is enough, and only the k returned chunks and their documents are read back."""
+    question = "Which volcano erupted, and where did its lava flow?"
+    retriever = build(mode, group_by="chunk")
+    reference = retriever.search(question, k=6).documents  # also caches the counts
+    calls: list[tuple[str, dict]] = []
+    original = SurrealStore.query_many
+
+    def recording(self, steps):
+        calls.extend((name, dict(params or {})) for name, params, _ in steps)
+        return original(self, steps)
+
+    monkeypatch.setattr(SurrealStore, "query_many", recording)
+    found = retriever.search(question, k=6).documents
+    monkeypatch.undo()
+    assert [(d.id, d.chunks[0].id) for d in found] == [(d.id, d.chunks[0].id) for d in reference]
+    assert len(found) == 6 and len({d.chunks[0].id for d in found}) == 6
+    assert len([name for name, _ in calls if name in ("search_hybrid", "graph_subgraph")]) == 1
+    hydrated = [params for name, params in calls if name == "hydrate_results"]
+    assert len(hydrated) == 1 and len(hydrated[0]["chunks"]) == 6
+    assert {str(rid.id) for rid in hydrated[0]["documents"]} == {d.id for d in found}
+
+
 def test_llama_index_node_scores_are_the_cores_chunk_scores(build):
     pytest.importorskip("llama_index.retrievers.surreal_kgrag", reason="install integrations/llama_index (scripts/setup.sh does)")
     from llama_index.retrievers.surreal_kgrag import SurrealKGRetriever

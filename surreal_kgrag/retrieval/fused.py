@@ -8,7 +8,7 @@ import math
 import re
 import time
 from collections import defaultdict
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from functools import partial
 from typing import Any, ClassVar, NamedTuple
 
@@ -113,13 +113,16 @@ class FusedRetriever(BaseRetriever):
         self, request: Request, ranking: list[tuple[str, float]], channels: Mapping[str, list[Hit]]
     ) -> Plan[list[RetrievedDocument]]:
         ranking = ranking[: request.fetch] if self.config.group_by == "document" else ranking
-        shown, params = yield Compute(partial(self._wanted, ranking, channels), HYDRATE)
+        shown, params = yield Compute(partial(self._wanted, ranking, channels, request.fetch), HYDRATE)
         out = (yield Query("hydrate_results", {**params, **request.filter.params}, {"filter": request.filter}))[-1]
         return (yield Compute(partial(self._hydrated, request, ranking, shown, out), HYDRATE))
 
-    def _wanted(self, ranking: list[tuple[str, float]], channels: Mapping[str, list[Hit]]) -> tuple[Shown, dict[str, Any]]:
+    def _wanted(
+        self, ranking: list[tuple[str, float]], channels: Mapping[str, list[Hit]], fetch: int
+    ) -> tuple[Shown, dict[str, Any]]:
         """What each ranked document shows (its best chunks by fused score, and every hit that
-        led to it), and the documents and chunks to read for them."""
+        led to it), and the documents and chunks to read for them: with ``group_by='chunk'``, only
+        the ``fetch`` best of those chunks and their documents."""
         chosen = {doc for doc, _ in ranking}
         hits_by_doc: dict[str, list[Hit]] = defaultdict(list)
         for hits in channels.values():
@@ -129,6 +132,9 @@ class FusedRetriever(BaseRetriever):
         scores = fuse_chunks(channels, self.config.weights, self.config.fusion, self.config.rrf_k)
         per_doc = self.config.chunks_per_document
         best = {doc: top_chunks(hits, per_doc, scores) for doc, hits in hits_by_doc.items()}
+        if self.config.group_by == "chunk":
+            best = _best_overall(ranking, best, scores, fetch)
+            chosen = set(best)
         params = {
             "documents": [RecordID("document", doc) for doc in chosen],
             "chunks": [RecordID("chunk", chunk) for chunks in best.values() for chunk in chunks],
@@ -181,6 +187,31 @@ class Lexical(NamedTuple):
     beside: list[Any]
     text: list[Hit]
     named: list[tuple[str, float, str]]
+
+
+def _best_overall(
+    ranking: list[tuple[str, float]], best: Mapping[str, list[str]], scores: Mapping[str, float], n: int
+) -> dict[str, list[str]]:
+    """group_by='chunk': the ``n`` best of the documents' ``best`` chunks by fused score, equal ones
+    in ranking order, as each document's chunks (:func:`per_chunk` orders them the same way)."""
+    pairs = [(doc, chunk) for doc, _ in ranking for chunk in best.get(doc, [])]
+    kept = set(sorted(pairs, key=lambda pair: -scores.get(pair[1], 0.0))[:n])
+    out: dict[str, list[str]] = defaultdict(list)
+    for doc, chunk in pairs:
+        if (doc, chunk) in kept:
+            out[doc].append(chunk)
+    return dict(out)
+
+
+def pool_found(pairs: Iterable[tuple[str, str]], group_by: str, per_doc: int) -> tuple[int, set[str] | None]:
+    """What a pool's hits, as (document, chunk) pairs, can show: the documents, and their keys
+    (group_by='document'); or the chunks, at most ``per_doc`` of a document, and no keys ('chunk')."""
+    chunks: dict[str, set[str]] = defaultdict(set)
+    for doc, chunk in pairs:
+        chunks[doc].update([chunk] if chunk else [])
+    if group_by == "document":
+        return len(chunks), set(chunks)
+    return sum(min(len(found), per_doc) for found in chunks.values()), None
 
 
 class Shown(NamedTuple):

@@ -35,7 +35,7 @@ from ..surql import CompiledFilter
 from . import documents
 from .base import Request
 from .config import GraphConfig, RetrieverConfig
-from .fused import FusedRetriever
+from .fused import FusedRetriever, pool_found
 from .fusion import Hit
 from .plan import Compute, Plan, Query
 from .pool import Pool
@@ -83,8 +83,8 @@ class GraphRetriever(FusedRetriever):
             if query.name == "graph_subgraph" and request.filter.condition:
                 out = yield from self._within_scope(request, out, pool.inside)
             sub = yield Compute(partial(assemble, out, [(hit.chunk, hit.doc) for hit in text]), RANK)
-            keys = sub.docs if config.group_by == "document" else None
-            pool.grow(len(set(sub.docs)), out["fetched"], out["lowest"], keys)
+            found, keys = pool_found(zip(sub.docs, sub.chunks), config.group_by, config.chunks_per_document)
+            pool.grow(found, out["fetched"], out["lowest"], keys)
         named = yield Compute(partial(documents.hits, named_docs, pool.passages, config.chunks_per_document), RANK)
         ranking, channels = yield Compute(partial(self._rank, request, sub, out, names, chunk_total, text, named), RANK)
         return (yield from self._hydrate(request, ranking, channels))

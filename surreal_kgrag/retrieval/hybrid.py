@@ -12,7 +12,7 @@ from ..db.sdk import RecordID
 from . import documents
 from .base import LRU, Request
 from .config import HybridConfig, RetrieverConfig
-from .fused import FusedRetriever, content_words, hits_of
+from .fused import FusedRetriever, content_words, hits_of, pool_found
 from .fusion import Hit
 from .plan import Call, Compute, Plan, Query
 from .pool import Pool
@@ -87,8 +87,9 @@ class HybridRetriever(FusedRetriever):
             if not pool.read(out, out["fetched"]):
                 continue
             channels = yield Compute(partial(_channel_hits, out, text, named, pool.passages, self.config.chunks_per_document), RANK)
-            found = {hit.doc for hits in channels.values() for hit in hits}
-            pool.grow(len(found), out["fetched"], out["lowest"], found if self.config.group_by == "document" else None)
+            pairs = ((hit.doc, hit.chunk) for hits in channels.values() for hit in hits)
+            found, keys = pool_found(pairs, self.config.group_by, self.config.chunks_per_document)
+            pool.grow(found, out["fetched"], out["lowest"], keys)
         return channels
 
     def _knn_query(self, request: Request, chunk_total: int, pool: Pool) -> Query:
