@@ -243,6 +243,11 @@ async def test_the_langchain_runnable(retriever, server):
     assert result.answered and result.supporting
     assert len((await runnable.ainvoke({"question": QUESTION, "k": 1})).retrieval.documents) == 1
     assert [r.answered for r in runnable.batch([QUESTION, QUESTION])] == [True, True]
+    requests = len(server.requests)
+    for k in (0, 1000, "5"):  # what a chain or an agent may send: refused before anything is retrieved or asked
+        with pytest.raises(ConfigurationError, match="from 1 to 100"):
+            runnable.invoke({"question": QUESTION, "k": k})
+    assert len(server.requests) == requests
 
 
 async def test_the_llama_index_query_engine(retriever, server):

@@ -38,10 +38,14 @@ Every sentence in "supporting" must be copied word for word from one passage, an
 If the passages do not contain the answer, reply {"answer": "", "supporting": []}."""
 
 
+#: The most documents one answer shows the model: a caller's (or an agent's) ``k`` is held to it.
+MAX_ANSWER_K = 100
+
+
 class AnswerConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    k: int = Field(5, ge=1, le=100, description="documents retrieved")
+    k: int = Field(5, ge=1, le=MAX_ANSWER_K, description="documents retrieved")
     chunks_per_document: int = Field(3, ge=1, le=20, description="best chunks of each document shown to the model")
     max_passage_chars: int = Field(3000, ge=100, le=100_000, description="a longer chunk is cut (citations past the cut cannot be checked)")
     min_citation_chars: int = Field(12, ge=1, description="shorter citations are dropped: a few words occur anywhere")
@@ -170,7 +174,9 @@ def answer_plan(
 ) -> Plan[Answer]:
     if not isinstance(question, str) or not question.strip():
         raise ConfigurationError("the question is empty")
-    options: dict[str, Any] = {"k": k or config.k}
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_ANSWER_K):
+        raise ConfigurationError(f"k must be a whole number of documents from 1 to {MAX_ANSWER_K} for an answer, got {k!r}")
+    options: dict[str, Any] = {"k": config.k if k is None else k}
     if filters is not None:
         options["filters"] = filters
     retrieval: RetrievalResult = yield Call(
