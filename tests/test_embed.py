@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -125,6 +126,13 @@ def test_unknown_model_fails_on_first_use_with_instructions(tmp_path):
         embedder.embed_documents(["text"])
     with pytest.raises(ModelNotAvailableError, match="not available"):
         SentenceTransformerEmbedder(str(tmp_path / "missing")).dimension
+
+
+def test_an_environment_without_sentence_transformers_says_which_extra_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as if it were not installed
+    embedder = SentenceTransformerEmbedder("no-such-org/not-loaded-yet", local_files_only=True)
+    with pytest.raises(ModelNotAvailableError, match=r"surreal-kgrag\[sentence-transformers\]"):
+        embedder.embed_query("text")
 
 
 @pytest.mark.parametrize(

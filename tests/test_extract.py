@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 import pytest
 
@@ -245,6 +246,15 @@ def test_extracting_leaves_a_given_pipeline_unchanged(spacy_nlp, spacy_extractor
     spacy_extractor.extract(["The rivers of Europe."])
     assert (list(spacy_nlp.pipe_names), list(spacy_nlp.disabled)) == before
     assert spacy_nlp("The rivers")[1].lemma_ == "river"
+
+
+def test_an_environment_without_spacy_says_which_extra_to_install(monkeypatch):
+    from surreal_kgrag.extract import spacy_pipeline
+
+    monkeypatch.setattr(spacy_pipeline, "_PIPELINES", {})  # nothing loaded yet in this process
+    monkeypatch.setitem(sys.modules, "spacy", None)  # as if it were not installed (its pipeline package is)
+    with pytest.raises(ModelNotAvailableError, match=r"surreal-kgrag\[nlp\]"):
+        load_spacy("auto")
 
 
 def test_missing_pipeline_says_how_to_install_one():

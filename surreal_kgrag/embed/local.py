@@ -185,7 +185,13 @@ def _load_sentence_transformer(name: str, device: str, local_files_only: bool) -
         local = _MODELS.get(key)
         if local is not None:
             return local
-        from sentence_transformers import SentenceTransformer
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ModelNotAvailableError(
+                f"the local embedding model needs sentence-transformers ({exc}): pip install 'surreal-kgrag[sentence-transformers]', "
+                "or pass another embedder"
+            ) from exc
 
         source = name
         if name == DEFAULT_MODEL and is_installed(_MINILM_PACKAGE):

@@ -45,8 +45,10 @@ def load_spacy(spacy_model: str | Language = "auto") -> Language:
         nlp = _PIPELINES.get(name)
         if nlp is not None:
             return nlp
-        import spacy
-
+        try:
+            import spacy
+        except ImportError as exc:
+            raise ModelNotAvailableError(f"concept extraction needs spaCy ({exc}): pip install 'surreal-kgrag[nlp]'") from exc
         try:
             nlp = spacy.load(name)
         except OSError as exc:  # spaCy's "Can't find model" (E050) and unreadable model files
