@@ -8,6 +8,7 @@ from typing import Any
 
 from .cli_support import EXIT_OK, EXIT_PARTIAL, MODES, emit, open_store, progress
 from .errors import KGRagError
+from .retrieval.config import DEFAULT_MODE
 
 EVAL_HELP = """Ingest a benchmark (unchanged documents are skipped) and print recall@k over distinct documents
 (per question, the fraction of its gold documents among the first k distinct documents retrieved,
@@ -36,7 +37,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     ks = _cutoffs(args.k)
     bench = find_eval_set(args.folder, docs=args.docs, corpus=args.corpus, queries=args.queries)
-    modes = args.mode or ["chunk", "hybrid"]
+    modes = args.mode or list(dict.fromkeys(["chunk", DEFAULT_MODE]))  # plain vectors beside the default
     with open_store(args) as store:
         ingestor = Ingestor(store, embedder=args.embedder)
         summary = ingestor.ingest(bench.inputs)
@@ -94,7 +95,9 @@ def add_eval_command(commands: Any, common: argparse.ArgumentParser) -> None:
     source.add_argument("--docs", help="folder (or file) of documents whose file names the queries' gold_files name")
     source.add_argument("--corpus", help="corpus.jsonl ({id, title, text} lines) whose ids the queries' gold_ids name")
     evaluate.add_argument("--queries", help="queries.jsonl ({id, question, gold_files or gold_ids, type?} lines)")
-    evaluate.add_argument("--mode", action="append", choices=MODES, help="mode to evaluate (repeatable; default: chunk and hybrid)")
+    evaluate.add_argument(
+        "--mode", action="append", choices=MODES, help=f"mode to evaluate (repeatable; default: chunk and {DEFAULT_MODE})"
+    )
     evaluate.add_argument("-k", default="1,2,5", help="comma-separated cut-offs (default: 1,2,5)")
     evaluate.add_argument(
         "--baselines", type=_baselines, default=["numpy", "bm25"],

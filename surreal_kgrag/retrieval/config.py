@@ -11,8 +11,10 @@ from ..schema import CHUNK_LIST_MAX
 from .results import Channel
 
 Mode = Literal["chunk", "concept", "hybrid", "graph"]
-#: The mode of the CLI, the core and every integration when none is named: the best or within a
-#: point of recall@5 of the best on every development corpus (README, "Which mode").
+#: The mode of the CLI's query and answer, the core and the LangChain and LlamaIndex integrations
+#: when none is named: the best or within a point of recall@5 of the best on every development
+#: corpus (README, "Which mode"). The agent tools' ``search_chunks`` (and the MCP server) default to
+#: ``chunk``, the nearest chunks its name promises; ``eval`` runs chunk beside it unless told.
 DEFAULT_MODE: Mode = "graph"
 #: RRF weight of the document channel (surreal_kgrag.retrieval.documents) in hybrid and concept mode
 #: (graph: 16, beside the walk's 8). Chosen on sec10q, where 4 or more gives the same recall in both
