@@ -11,7 +11,7 @@ from typing import Any
 
 from .db import SurrealStore
 from .ingest import IngestConfig, Ingestor
-from .retrieval import BaseRetriever, Scope, make_retriever
+from .retrieval import BaseRetriever, Scope, check_retriever_options, make_retriever
 
 
 class LazyRetriever:
@@ -43,6 +43,7 @@ class LazyRetriever:
         reranker: Any = None,
         options: dict[str, Any] | None = None,
     ) -> None:
+        check_retriever_options(mode, k=k, filters=filters, access=access, **(options or {}))  # before any store opens
         self.mode = mode
         self._store_args: dict[str, Any] = {"namespace": namespace, "database": database, "username": username, "password": password}
         self.url = url

@@ -155,10 +155,14 @@ def test_constructor_does_not_connect_and_errors_surface_on_use():
         retriever.invoke(QUESTION)
 
 
-def test_unknown_mode_is_reported_on_first_use(kg_url):
-    retriever = SurrealKGRetriever(db_url=kg_url, mode="telepathy")
+def test_an_unknown_mode_or_option_is_refused_when_built_without_connecting():
     with pytest.raises(ValueError, match="unknown mode 'telepathy'"):
-        retriever.invoke(QUESTION)
+        SurrealKGRetriever(db_url="ws://127.0.0.1:9", mode="telepathy")
+    with pytest.raises(ValueError, match="bogus"):
+        SurrealKGRetriever(db_url="ws://127.0.0.1:9", retriever_options={"bogus": 1})
+    retriever = SurrealKGRetriever(db_url="ws://127.0.0.1:9", mode="chunk")
+    with pytest.raises(ValueError, match="candidates"):
+        retriever.retriever_options = {"candidates": 0}
 
 
 def test_from_retriever_and_add_documents_on_a_mem_store(minilm, spacy_extractor):

@@ -288,6 +288,13 @@ def test_constructor_does_not_connect():
         retriever.retrieve(QUESTION)
 
 
+def test_an_unknown_mode_or_option_is_refused_when_built_without_connecting():
+    with pytest.raises(ValueError, match="unknown mode 'grpah'"):
+        SurrealKGRetriever("ws://127.0.0.1:9", mode="grpah")
+    with pytest.raises(ValueError, match="bogus"):
+        SurrealKGRetriever.from_defaults("ws://127.0.0.1:9", retriever_options={"bogus": 1})
+
+
 def test_db_url_construction_on_a_file_store(tmp_path, minilm, spacy_extractor):
     url = f"surrealkv://{tmp_path / 'kg'}"
     retriever = SurrealKGRetriever(url, mode="chunk", similarity_top_k=2, embedder=minilm)

@@ -52,6 +52,7 @@ __all__ = [
     "RetrieverConfig",
     "Scope",
     "Timings",
+    "check_retriever_options",
     "compile_filter",
     "content_words",
     "make_retriever",
@@ -67,8 +68,19 @@ RETRIEVERS: dict[str, type[BaseRetriever]] = {
 
 def make_retriever(mode: str, store: SurrealStore, **kwargs: Any) -> BaseRetriever:
     """Build the retriever for ``mode`` (chunk, concept, hybrid, graph); options go to its config."""
+    return _retriever_class(mode)(store, **kwargs)
+
+
+def check_retriever_options(mode: str, **kwargs: Any) -> None:
+    """Raise what :func:`make_retriever` would for ``mode`` and ``kwargs`` (an unknown mode, an
+    option its config does not have or a value it refuses), without a store: for the integrations,
+    whose constructors connect on first use."""
+    options = {name: value for name, value in kwargs.items() if name not in ("embedder", "reranker", "scope", "config")}
+    _retriever_class(mode).config_class(**options)
+
+
+def _retriever_class(mode: str) -> type[BaseRetriever]:
     try:
-        cls = RETRIEVERS[mode]
+        return RETRIEVERS[mode]
     except KeyError:
         raise ValueError(f"unknown mode {mode!r}: choose one of {', '.join(RETRIEVERS)}") from None
-    return cls(store, **kwargs)
