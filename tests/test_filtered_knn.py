@@ -415,21 +415,26 @@ def test_which_filters_are_applied_after_the_knn():
 
 
 def test_the_share_passing_a_filter_is_read_from_a_bounded_number_of_documents(store, monkeypatch):
-    """``count_passing.surql`` reads at most ``passing_documents`` documents: past that, the chunks
-    and documents inside are lower bounds (a larger first pool, never a smaller one)."""
+    """``count_passing.surql`` and ``count_chunks.surql`` read at most ``passing_documents``
+    documents: past that, the chunks inside are a lower bound for the pool (a larger first pool,
+    never a smaller one) and the store's chunks for the concept weights; either says it is not whole."""
     condition = FILTERS["10 tenants (50%)"].compile()
 
-    def passing():
+    def counted(name):
         params = {"filtered": True, **condition.params}
-        return store.query("count_passing", params, filter=condition.on_documents())[-1]
+        return store.query(name, params, filter=condition.on_documents())[-1]
 
-    whole = passing()
-    assert whole["documents"] == DOCUMENTS // 2 and whole["store"] == store.query("table_counts")[-1]["chunk"]
+    whole = counted("count_passing")
+    assert whole["documents"] == DOCUMENTS // 2 and whole["store"] == store.query("table_counts")[-1]["chunk"] and whole["whole"]
+    assert counted("count_chunks") == whole
     monkeypatch.setitem(surql.CONSTANTS, "passing_documents", 10)
     surql.load.cache_clear()
     try:
-        bounded = passing()
+        bounded = counted("count_passing")
         assert bounded["documents"] == 10 and 10 <= bounded["scope"] < whole["scope"] and bounded["store"] == whole["store"]
+        assert not bounded["whole"]
+        scope = counted("count_chunks")
+        assert scope == {"scope": whole["store"], "documents": 10, "store": whole["store"], "whole": False}
     finally:
         monkeypatch.undo()
         surql.load.cache_clear()
@@ -455,3 +460,12 @@ def test_a_fused_search_with_a_scope_alone_counts_it_once(store, minilm, spacy_e
     names.clear()
     retriever.search(QUESTIONS[1], k=K, filters={"n": {"$lt": 150}})
     assert names.count("count_passing") == 1 and "count_chunks" not in names  # the scope's count is cached
+    monkeypatch.setitem(surql.CONSTANTS, "passing_documents", 10)
+    surql.load.cache_clear()
+    try:  # a scope past the count's limit: its count cannot size the pool, which is counted on its own
+        names.clear()
+        make_retriever(mode, store, embedder=minilm, scope=FILTERS["10 tenants (50%)"], **extra).search(QUESTIONS[0], k=K)
+        assert names.count("count_chunks") == 1 and names.count("count_passing") == 1, names
+    finally:
+        monkeypatch.undo()
+        surql.load.cache_clear()

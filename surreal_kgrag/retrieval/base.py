@@ -90,12 +90,14 @@ class LRU:
 
 class ChunkTotals(NamedTuple):
     """Chunks inside a condition (a scope, or a scope and a call's filter) and in the whole store,
-    and the documents holding the chunks inside (``count_passing.surql`` reads a bounded number of
-    documents: its ``scope`` and ``documents`` may be lower bounds)."""
+    and the documents holding the chunks inside. Both count queries read a bounded number of
+    documents: past it ``whole`` is False and ``documents`` a lower bound, and ``scope`` a lower
+    bound (``count_passing.surql``) or the store's chunks (``count_chunks.surql``)."""
 
     scope: int
     store: int
     documents: int
+    whole: bool = True
 
 
 @dataclass
@@ -241,7 +243,12 @@ class BaseRetriever:
             return cached[0]
         params = {"filtered": bool(condition.condition), **condition.params}
         counted = (yield Query(query, params, {"filter": condition.on_documents()}))[-1]
-        totals = ChunkTotals(max(int(counted["scope"] or 0), 1), max(int(counted["store"] or 0), 1), int(counted["documents"] or 0))
+        totals = ChunkTotals(
+            scope=max(int(counted["scope"] or 0), 1),
+            store=max(int(counted["store"] or 0), 1),
+            documents=int(counted["documents"] or 0),
+            whole=bool(counted.get("whole", True)),
+        )
         self._chunk_totals.remember(key, (totals, time.monotonic()))
         return totals
 

@@ -40,9 +40,12 @@ class FusedRetriever(BaseRetriever):
 
     def _passing(self, request: Request) -> Plan[ChunkTotals | None]:
         """As :meth:`BaseRetriever._passing`; a filter that is the scope alone (no call filter) was
-        counted whole for the concept weights (:meth:`_chunk_total`), and that count serves."""
+        counted for the concept weights (:meth:`_chunk_total`), and that count serves when it was
+        read whole (past its limit its ``scope`` is the store's, which would make the pool too small)."""
         if request.filter.condition and request.filter == request.scope.compile():
-            return (yield from self._chunk_total(request))
+            totals = yield from self._chunk_total(request)
+            if totals.whole:
+                return totals
         return (yield from super()._passing(request))
 
     def _documents_in_store(self) -> Plan[int]:
