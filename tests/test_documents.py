@@ -142,7 +142,7 @@ def test_a_named_documents_passages_are_its_nearest_chunks_from_the_pool_or_from
     def passages(pool: int) -> dict[str, list[str]]:
         params = {
             "docs": docs, "embedding": vector, "per_doc": 3, "k": 1, "keep": 1, "exact": False, "threshold": 0.0,
-            "concept_ids": [], "chunk_total": 1, "max_chunks": 1000, "filtered": False, "count_inside": False,
+            "filtered": False, "count_inside": False,
         }
         out = store.query("search_hybrid", params, candidates=pool, ef=max(80, pool), filter=_no_filter(), document_filter=_no_filter())[-1]
         assert out["fetched"] == 1  # the search's own pool is cut to its k

@@ -365,8 +365,9 @@ async def test_reranker_sees_the_pool_and_k_is_cut(store, minilm, retrievers, mo
 
 
 def test_a_long_question_walks_from_a_bounded_number_of_concepts(store, minilm, sent_steps):
-    """Each concept a question names is a walk in search_hybrid.surql: a question naming hundreds
-    walks from the first MAX_QUESTION_CONCEPTS of them; an ordinary one from all it names."""
+    """Each concept a question names is a walk in hybrid_concepts.surql, read once a search: a
+    question naming hundreds walks from the first MAX_QUESTION_CONCEPTS of them; an ordinary one from
+    all it names."""
     names = [f"name {i:03d}" for i in range(300)]
     extractor = CallableConceptExtractor(lambda text: names if text.startswith("Long") else ["poland", "polonium"])
     steps = sent_steps(store)
@@ -375,12 +376,12 @@ def test_a_long_question_walks_from_a_bounded_number_of_concepts(store, minilm, 
     def concept_ids(question):
         steps.clear()
         retriever.search(question, k=3)
-        return [params["concept_ids"] for name, params, _ in steps if name == "search_hybrid"]
+        return [params["concept_ids"] for name, params, _ in steps if name == "hybrid_concepts"]
 
     sent = concept_ids("Long question " + "word " * 1000)
-    assert sent and all(ids == [RecordID("concept", n) for n in names[:MAX_QUESTION_CONCEPTS]] for ids in sent)
+    assert len(sent) == 1 and all(ids == [RecordID("concept", n) for n in names[:MAX_QUESTION_CONCEPTS]] for ids in sent)
     sent = concept_ids("Is Polonium named after Poland?")
-    assert sent and all(ids == [RecordID("concept", "poland"), RecordID("concept", "polonium")] for ids in sent)
+    assert len(sent) == 1 and all(ids == [RecordID("concept", "poland"), RecordID("concept", "polonium")] for ids in sent)
 
 
 @pytest.mark.parametrize("option", ["concept_max_chunks", "text_max_matches", "chunks_per_document"])

@@ -43,7 +43,7 @@ class HybridRetriever(FusedRetriever):
 
     def _concepts(self, query: str) -> list[str]:
         mentions = self._extractor.loaded().extract([query])[0]
-        # A long question names many concepts, each a walk in search_hybrid.surql: the first
+        # A long question names many concepts, each a walk in hybrid_concepts.surql: the first
         # MAX_QUESTION_CONCEPTS it names are kept (every one of any ordinary question).
         names = list(dict.fromkeys(m.name for m in mentions))[:MAX_QUESTION_CONCEPTS]
         return self._query_concepts.remember(query, sorted(names))
@@ -69,30 +69,43 @@ class HybridRetriever(FusedRetriever):
         return (yield from self.channels(request))
 
     def channels(self, request: Request) -> Plan[dict[str, list[Hit]]]:
-        """Each channel's hits, best first. The BM25 hits and the documents the question names are
-        read first (together, once); the named documents' passages then come with the first KNN
-        pool, which grows while the channels together find fewer documents than the request wants
-        and the pool came back full."""
+        """Each channel's hits, best first. The BM25 hits, the concepts' chunks and the documents
+        the question names are read first (together, once); the named documents' passages then come
+        with the first KNN pool, which grows while the channels together find fewer documents than
+        the request wants and the pool came back full."""
         totals = yield from self._chunk_total(request)
         candidates = self._candidates(request)
         passing = yield from self._passing(request)
         pool = Pool(request, candidates, threshold=self.config.threshold, dense=self._dense, passing=passing)
         question = yield Compute(partial(self._question, request.query), ANALYZE)
-        _, text, named = yield from self._lexical(request, question, totals, candidates)
+        beside = (self._concept_query(request, totals.scope),) if request.concepts else ()
+        concept_rows, text, named = yield from self._lexical(request, question, totals, candidates, beside)
+        concepts = yield Compute(partial(hits_of, concept_rows[0] if concept_rows else [], "concept"), RANK)
         pool.unread = [doc for doc, _, _ in named]  # their passages come from the first pool's KNN
         yield from self.embedded(request)  # the queries before need no vector: they ran while it was computed
         channels: dict[str, list[Hit]] = {}
         while pool.size is not None:
-            out = (yield self._knn_query(request, totals.scope, pool))[-1]
+            out = (yield self._knn_query(request, pool))[-1]
             if not pool.read(out, out["fetched"]):
                 continue
-            channels = yield Compute(partial(_channel_hits, out, text, named, pool.passages, self.config.chunks_per_document), RANK)
+            lexical = {"text": text, "concept": concepts}
+            channels = yield Compute(partial(_channel_hits, out, lexical, named, pool.passages, self.config.chunks_per_document), RANK)
             pairs = ((hit.doc, hit.chunk) for hits in channels.values() for hit in hits)
             found, keys = pool_found(pairs, self.config.group_by, self.config.chunks_per_document)
             pool.grow(found, out["fetched"], out["lowest"], keys)
         return channels
 
-    def _knn_query(self, request: Request, chunk_total: int, pool: Pool) -> Query:
+    def _concept_query(self, request: Request, chunk_total: int) -> Query:
+        params = {
+            "concept_ids": [RecordID("concept", name) for name in request.concepts],
+            "chunk_total": chunk_total,
+            "max_chunks": self.config.concept_max_chunks,
+            "filtered": bool(request.filter.condition),
+            **request.filter.params,
+        }
+        return Query("hybrid_concepts", params, {"filter": request.filter})
+
+    def _knn_query(self, request: Request, pool: Pool) -> Query:
         assert pool.size is not None
         passages, size = documents.passages(pool.unread, self.config, pool.size)
         params = {
@@ -100,9 +113,6 @@ class HybridRetriever(FusedRetriever):
             **pool.params(),
             "embedding": request.vector,
             "threshold": self.config.threshold,
-            "concept_ids": [RecordID("concept", name) for name in request.concepts],
-            "chunk_total": chunk_total,
-            "max_chunks": self.config.concept_max_chunks,
             "filtered": bool(request.filter.condition),
             **request.filter.params,
         }
@@ -110,11 +120,15 @@ class HybridRetriever(FusedRetriever):
 
 
 def _channel_hits(
-    out: Mapping[str, Any], text: list[Hit], named: list[tuple[str, float, str]], passage_rows: list[dict[str, Any]], per_doc: int
+    out: Mapping[str, Any],
+    lexical: Mapping[str, list[Hit]],
+    named: list[tuple[str, float, str]],
+    passage_rows: list[dict[str, Any]],
+    per_doc: int,
 ) -> dict[str, list[Hit]]:
-    """The channels' hits, best first: vector and concept from ``search_hybrid``'s rows, the BM25
-    hits, and the named documents with their passages (when the question names any)."""
-    channels = {"vector": hits_of(out["vector"], "vector"), "text": text, "concept": hits_of(out["concepts"], "concept")}
+    """The channels' hits, best first: vector from ``search_hybrid``'s rows, the BM25 and concept
+    hits read before it, and the named documents with their passages (when the question names any)."""
+    channels = {"vector": hits_of(out["vector"], "vector"), **lexical}
     if named:
         channels["document"] = documents.hits(named, passage_rows, per_doc)
     return channels
