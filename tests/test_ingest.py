@@ -213,6 +213,19 @@ def test_crash_mid_ingest_leaves_no_half_written_document(store, minilm, spacy_e
     assert (summary.skipped, summary.added) == (3, 3)
 
 
+def test_ingest_texts_refuses_arguments_that_do_not_line_up_before_writing(store, minilm, spacy_extractor):
+    ingestor = Ingestor(store, embedder=minilm, extractor=spacy_extractor)
+    before = _counts(store)
+    texts = ["Porto lies on the Douro.", "Braga is older than Portugal.", "Faro is in the Algarve."]
+    with pytest.raises(ConfigurationError, match="ids has 2 items for 3 texts"):
+        ingestor.ingest_texts(texts, ids=["porto", "braga"])
+    with pytest.raises(ConfigurationError, match="titles has 4 items for 3 texts"):
+        ingestor.ingest_texts(texts, titles=["Porto", "Braga", "Faro", "Evora"])
+    with pytest.raises(ConfigurationError, match="one string"):
+        ingestor.ingest_texts("Porto lies on the Douro.")
+    assert _counts(store) == before  # nothing was written
+
+
 def _vectors(store) -> dict[str, list[float] | None]:
     """Concept name -> its vector, None when it has none."""
     return {row["name"]: row.get("embedding") for row in store.query("concept_vectors")[-1]}

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..db import SurrealStore
 from ..embed import Embedder, resolve_embedder
-from ..errors import LoaderError
+from ..errors import ConfigurationError, LoaderError
 from ..extract import ConceptExtractor, MetadataConceptExtractor, resolve_extractor
 from ..loaders import from_text, iter_sources
 from ..models import IngestSummary, LoadFailure, SourceDocument
@@ -150,6 +150,25 @@ class Ingestor:
 
 def _texts_as_documents(
     texts: Sequence[str],
+    metadatas: Sequence[dict[str, Any]] | None,
+    ids: Sequence[str] | None,
+    titles: Sequence[str | None] | None,
+) -> Iterator[SourceDocument | LoadFailure]:
+    """The texts as documents; the arguments are checked first, before anything is read or written."""
+    if isinstance(texts, (str, bytes)):
+        raise ConfigurationError("texts is one string: pass a list of texts (ingest_texts([text]))")
+    texts = list(texts)
+    for name, given in (("metadatas", metadatas), ("ids", ids), ("titles", titles)):
+        if given is None:
+            continue
+        if isinstance(given, (str, bytes)) or len(given) != len(texts):
+            count = "a string" if isinstance(given, (str, bytes)) else f"{len(given)} items"
+            raise ConfigurationError(f"{name} has {count} for {len(texts)} texts: give one per text, in the same order")
+    return _documents_of(texts, metadatas, ids, titles)
+
+
+def _documents_of(
+    texts: list[str],
     metadatas: Sequence[dict[str, Any]] | None,
     ids: Sequence[str] | None,
     titles: Sequence[str | None] | None,
