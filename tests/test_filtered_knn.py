@@ -6,17 +6,19 @@ the workaround."""
 
 from __future__ import annotations
 
+import datetime
 import math
 import random
 import statistics
 
 import numpy as np
 import pytest
+from surrealdb import RecordID
 
 from surreal_kgrag import IngestConfig, Ingestor, Scope, SourceDocument, SurrealStore, make_retriever, surql
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.retrieval import pool as pool_module
-from surreal_kgrag.retrieval.base import LRU, MAX_CANDIDATES, ChunkTotals, Request
+from surreal_kgrag.retrieval.base import LRU, MAX_CANDIDATES, ChunkTotals, Request, cache_key
 from surreal_kgrag.retrieval.pool import FILTERED_POOL, POST_FILTER_MAX, POST_FILTER_READ, Pool, post_filtered_size
 
 SUBJECTS = ["The volcano", "A glacier", "The river", "An old castle", "The harbour", "A rainforest", "The desert",
@@ -469,3 +471,13 @@ def test_a_fused_search_with_a_scope_alone_counts_it_once(store, minilm, spacy_e
     finally:
         monkeypatch.undo()
         surql.load.cache_clear()
+
+
+def test_filters_whose_values_print_alike_are_cached_apart():
+    """A datetime and its text, a record id and its text, match different rows: their counts and
+    pool choices are cached under different keys."""
+    when = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+    assert cache_key("count_passing", "c", {"p": [when]}) != cache_key("count_passing", "c", {"p": [str(when)]})
+    record = RecordID("document", "d1")
+    assert cache_key("c", {"p": record}) != cache_key("c", {"p": str(record)})
+    assert cache_key("c", {"p": [when], "q": 1}) == cache_key("c", {"q": 1, "p": [when]})

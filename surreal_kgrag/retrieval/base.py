@@ -88,6 +88,12 @@ class LRU:
         return value
 
 
+def cache_key(*parts: Any) -> str:
+    """A key for what a retriever caches per filter: values that print alike but differ in type (a
+    datetime and its string, a record id and its text) match different rows, so they stay apart."""
+    return json.dumps(parts, sort_keys=True, default=lambda value: [type(value).__name__, str(value)])
+
+
 class ChunkTotals(NamedTuple):
     """Chunks inside a condition (a scope, or a scope and a call's filter) and in the whole store,
     and the documents holding the chunks inside. Both count queries read a bounded number of
@@ -237,7 +243,7 @@ class BaseRetriever:
     def _chunks_inside(self, condition: CompiledFilter, query: str = "count_chunks") -> Plan[ChunkTotals]:
         """Chunks inside ``condition`` and in the store (``count_chunks.surql``, or ``query``),
         counted again now and then as the store grows."""
-        key = json.dumps([query, condition.condition, condition.params], sort_keys=True, default=str)
+        key = cache_key(query, condition.condition, condition.params)
         cached = self._chunk_totals.lookup(key)
         if cached is not None and time.monotonic() - cached[1] <= RECOUNT_SECONDS:
             return cached[0]

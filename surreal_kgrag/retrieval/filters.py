@@ -95,7 +95,7 @@ class _Compiler:
             elif key == "$not":
                 parts.append(f"!({self.node(value)})")
             elif isinstance(key, str) and key.startswith("$"):
-                raise FilterError(f"unknown filter operator {key!r}: use $and, $or, $not at the top level")
+                raise FilterError(f"unknown filter operator {key!r}: combine filters with $and, $or, $not; compare with $eq, $gt, $in, ...")
             else:
                 parts.append(self.field(self.path(key), key, value))
         return _join(parts, "AND")

@@ -185,7 +185,7 @@ class Question(NamedTuple):
 
 class Lexical(NamedTuple):
     """The channels read before the vector: the answers of the queries read beside them, the BM25
-    hits, and the documents the question names (document, weight, the name that matched)."""
+    hits, and the documents the question names (document key, score, date: ``documents.scores``)."""
 
     beside: list[Any]
     text: list[Hit]

@@ -4,14 +4,13 @@ slow, and slower the fewer vectors pass, and can drop true neighbours, surrealdb
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import surql
-from .base import LRU, MAX_CANDIDATES, ChunkTotals, Request
+from .base import LRU, MAX_CANDIDATES, ChunkTotals, Request, cache_key
 
 #: How much larger the first pool of a filtered chunk KNN is. Filtered HNSW search on SurrealDB
 #: 3.2 drops true neighbours (surrealdb#7423): on a 2,400-chunk store the top 10 of a 10-vector
@@ -117,7 +116,7 @@ class Pool:
         self._count = bool(request.filter.condition) and not self.post
         self._dense, self._key = dense, ""
         if self._count and dense is not None:
-            self._key = json.dumps([request.filter.condition, request.filter.params], sort_keys=True, default=str)
+            self._key = cache_key(request.filter.condition, request.filter.params)
             seen = dense.lookup(self._key)
             self._count = seen is None or time.monotonic() - seen > DENSE_SECONDS
 

@@ -26,7 +26,9 @@ class ToolArguments(BaseModel):
 class SearchChunksArgs(ToolArguments):
     query: str = Field(min_length=1, max_length=2000, description="what to look for, in natural language")
     k: int = Field(5, ge=1, le=MAX_K, description="how many documents to return, best first")
-    chunks_per_document: int = Field(2, ge=1, le=10, description="how many matching passages to show per document")
+    chunks_per_document: int = Field(
+        2, ge=1, le=10, description="how many matching passages to show per document, at most what the search kept (3 in the fused modes)"
+    )
     filters: dict[str, Any] = Field(
         default_factory=dict,
         description='metadata filter, Mongo-like, e.g. {"metadata.year": {"$gte": 2000}}; omit for none',
