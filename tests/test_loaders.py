@@ -1112,3 +1112,16 @@ def test_a_documents_hash_does_not_depend_on_the_process():
         for seed in ("1", "2", "3", "4")
     }
     assert len(hashes) == 1
+
+
+def test_a_section_path_holds_at_most_max_section_depth_titles():
+    """Headings nested deeper than MAX_SECTION_DEPTH (a PDF with a font size per heading) keep the
+    outer titles and the deepest one: no chunk carries hundreds of titles."""
+    from surreal_kgrag.loaders.layout import MAX_SECTION_DEPTH, Line, assemble
+
+    lines = [Line(text=f"Heading {i}", heading=(i, 9)) for i in range(300)] + [Line(text="Body text under them all.")]
+    _, layout = assemble([lines], paged=False)
+    paths = [path for _, path in layout.sections]
+    assert len(paths) == 300 and max(len(path) for path in paths) == MAX_SECTION_DEPTH
+    assert paths[-1][: MAX_SECTION_DEPTH - 1] == tuple(f"Heading {i}" for i in range(MAX_SECTION_DEPTH - 1))
+    assert paths[-1][-1] == "Heading 299" and paths[3] == tuple(f"Heading {i}" for i in range(4))

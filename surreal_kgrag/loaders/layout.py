@@ -25,6 +25,9 @@ _NUMBERED = (
 )
 _DOTTED = re.compile(r"^(\d+(?:\.\d+)*)[.)]?\s+\S")
 UNNUMBERED = 9
+#: The longest section path a heading makes: each chunk stores its section's path, and a file whose
+#: headings nest deeper (a PDF with hundreds of font sizes) would give every chunk hundreds of titles.
+MAX_SECTION_DEPTH = 8
 
 
 @dataclass
@@ -135,6 +138,8 @@ def assemble(pages: Sequence[Sequence[Line]], *, paged: bool) -> tuple[str, Text
                 title = line.title or " ".join(line.text.split())
                 while stack and stack[-1][0] >= line.heading:
                     stack.pop()
+                if len(stack) >= MAX_SECTION_DEPTH:
+                    stack.pop()  # the deeper heading takes the deepest place
                 stack.append((line.heading, title))
                 sections.append((offset, tuple(t for _, t in stack)))
             if line.table == "header" and (table is None or table[1] >= 0):

@@ -159,9 +159,9 @@ def _font_headings(lines: list[_PageLine]) -> None:
         return
     body_size, body_weight = styles.most_common(1)[0][0]
     candidates = [line for line in lines if _looks_like_heading(line, body_size, body_weight)]
-    sizes = sorted({line.size for line in candidates}, reverse=True)
+    level = {size: rank for rank, size in enumerate(sorted({line.size for line in candidates}, reverse=True))}
     for line in candidates:
-        line.heading = (sizes.index(line.size), numbering_rank(line.text.strip()))
+        line.heading = (level[line.size], numbering_rank(line.text.strip()))
 
 
 def _looks_like_heading(line: _PageLine, body_size: float, body_weight: int) -> bool:
