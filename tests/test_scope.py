@@ -459,3 +459,12 @@ def test_bm25_limits_a_small_tenants_words_by_the_store_wide_counts(minilm):
         assert text_hits(access=["small"]) == {"hut"}
         assert text_hits(access=["big"]) == {"moraine"}
         assert text_hits(access=["small"], text_max_df=0.01) == set()  # a limit of 1: "glacier" is left out
+
+
+def test_a_scope_compiles_once_and_a_copy_with_other_labels_compiles_its_own():
+    scope = Scope(access=["public"], filters={"$or": [{"metadata.n": {"$eq": i}} for i in range(200)]})
+    assert scope.compile() is scope.compile()  # a search reads it several times
+    assert scope.narrow(None) is scope and scope.narrow(Scope()) is scope  # nothing to narrow by
+    copied = scope.model_copy(update={"access": ("staff",)})
+    assert copied.compile().params["scope_access"] == ["staff"] and scope.compile().params["scope_access"] == ["public"]
+    assert copied != scope and Scope(access=["public"], filters=scope.filters) == scope

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -108,14 +109,19 @@ class Scope(BaseModel):
         """A scope no wider than this one: label lists intersected, filters ANDed."""
         result = self
         for extra in (other, Scope(access=access, filters=filters)):
-            if extra is None:
-                continue
+            if extra is None or extra.unrestricted:
+                continue  # nothing to narrow by: no new scope, whose filters would all be checked again
             labels = result.access
             if extra.access is not None:
                 labels = extra.access if labels is None else tuple(label for label in labels if label in extra.access)
             merged = result.filters + tuple(f for f in extra.filters if f not in result.filters)
             result = Scope(access=labels, filters=merged, record_user=result.record_user or extra.record_user)
         return result
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Scope:
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop("compiled", None)  # compiled from the fields it was copied from
+        return copied
 
     @property
     def unrestricted(self) -> bool:
@@ -127,6 +133,12 @@ class Scope(BaseModel):
 
     def compile(self) -> CompiledFilter:
         """The scope as one condition on a row with ``doc`` and ``access`` fields."""
+        return self.compiled
+
+    @cached_property
+    def compiled(self) -> CompiledFilter:
+        """:meth:`compile`'s answer, worked out once: a search reads it several times, and a long
+        filter takes milliseconds to compile."""
         parts = [compile_filter(spec, prefix=f"scope{i}_") for i, spec in enumerate(self.filters)]
         if self.access is not None:
             labels = f"access CONTAINSANY ${ACCESS_PARAM}"  # the same field on chunks and documents
