@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+from collections import defaultdict
 from collections.abc import Iterator
+from typing import Any
 
 from ..db import SurrealStore
 from ..db.sdk import RecordID
@@ -34,19 +36,35 @@ def version(item: PreparedDocument) -> str:
 
 def slices(item: PreparedDocument, size: int) -> Iterator[PreparedDocument]:
     """The document as consecutive slices of at most ``size`` chunks, each with its own chunks'
-    texts, edges, relations and the concepts those edges mention."""
-    for start in range(0, len(item.chunks), size):
-        chunks = item.chunks[start : start + size]
-        ids = {str(chunk["id"].id) for chunk in chunks}
-        edges = [edge for edge in item.edges if str(edge["in"].id) in ids]
-        names = {str(edge["out"].id) for edge in edges}
+    texts, edges, relations and the concepts those edges mention (each in the document's order).
+    Everything is sorted into its slice in one pass: filtering the whole document's edges for each
+    slice took time quadratic in its length (a 20 MB file has 84 slices of 340,000 edges)."""
+    count = (len(item.chunks) + size - 1) // size
+    slice_of = {str(chunk["id"].id): position // size for position, chunk in enumerate(item.chunks)}
+    edges: list[list[dict[str, Any]]] = [[] for _ in range(count)]
+    mentioned_in: dict[str, set[int]] = defaultdict(set)  # concept name -> the slices whose edges name it
+    for edge in item.edges:
+        number = slice_of.get(str(edge["in"].id))
+        if number is not None:
+            edges[number].append(edge)
+            mentioned_in[str(edge["out"].id)].add(number)
+    relations: list[list[dict[str, Any]]] = [[] for _ in range(count)]
+    for relation in item.relations:
+        number = slice_of.get(str(relation["chunk"].id))
+        if number is not None:
+            relations[number].append(relation)
+    concepts: list[dict[str, Any]] = [{} for _ in range(count)]
+    for name, mention in item.concepts.items():
+        for number in mentioned_in.get(name, ()):
+            concepts[number][name] = mention
+    for number, start in enumerate(range(0, len(item.chunks), size)):
         yield dataclasses.replace(
             item,
-            chunks=chunks,
+            chunks=item.chunks[start : start + size],
             texts=item.texts[start : start + size],
-            edges=edges,
-            relations=[r for r in item.relations if str(r["chunk"].id) in ids],
-            concepts={name: mention for name, mention in item.concepts.items() if name in names},
+            edges=edges[number],
+            relations=relations[number],
+            concepts=concepts[number],
             names=[],
         )
 
