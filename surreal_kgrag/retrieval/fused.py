@@ -8,7 +8,7 @@ import math
 import re
 import time
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from functools import partial
 from typing import Any, ClassVar, NamedTuple
 
@@ -22,6 +22,7 @@ from .base import RECOUNT_SECONDS, BaseRetriever, ChunkTotals, Request
 from .config import HybridConfig, RetrieverConfig
 from .fusion import Hit, chunk_from, fuse, fuse_chunks, per_chunk, top_chunks
 from .plan import Compute, Concurrently, Plan, Query
+from .pool import Pool
 from .results import HYDRATE, RANK, Channel, RetrievedDocument
 
 
@@ -78,6 +79,20 @@ class FusedRetriever(BaseRetriever):
         total = yield from self._documents_in_store()
         find = partial(documents.named_documents, request.query, rows, spans, periods, total, self.config)
         return (yield Compute(find, RANK))
+
+    def _first_round(
+        self, request: Request, question: Question, beside: Callable[[ChunkTotals], tuple[Query, ...]]
+    ) -> Plan[tuple[ChunkTotals, Pool, Lexical]]:
+        """What a fused search reads before it needs the question's vector: the counts, its KNN
+        pool (to be read next, with the passages of the documents the question names), and the
+        channels that need no vector, with the mode's own queries ``beside(totals)``."""
+        totals = yield from self._chunk_total(request)
+        candidates = self._candidates(request)
+        passing = yield from self._passing(request)
+        pool = Pool(request, candidates, threshold=self.config.threshold, dense=self._dense, passing=passing)
+        lexical = yield from self._lexical(request, question, totals, candidates, beside(totals))
+        pool.unread = [doc for doc, _, _ in lexical.named]
+        return totals, pool, lexical
 
     def _lexical(
         self, request: Request, question: Question, totals: ChunkTotals, candidates: int, beside: tuple[Query, ...] = ()

@@ -64,15 +64,10 @@ class GraphRetriever(FusedRetriever):
     def _plan(self, request: Request) -> Plan[list[RetrievedDocument]]:
         config = self.config
         question = yield Compute(partial(self._question, request.query), ANALYZE)
-        totals = yield from self._chunk_total(request)
+        names_beside = (names_query(request, question.spans, config.max_df),)
+        totals, pool, ((name_rows,), text, named_docs) = yield from self._first_round(request, question, lambda _: names_beside)
         chunk_total = totals.scope
-        candidates = self._candidates(request)
-        passing = yield from self._passing(request)
-        pool = Pool(request, candidates, threshold=config.threshold, dense=self._dense, passing=passing)
-        beside = (names_query(request, question.spans, config.max_df),)
-        (name_rows,), text, named_docs = yield from self._lexical(request, question, totals, candidates, beside)
         names = yield Compute(partial(self._names, question.spans, name_rows, chunk_total), ANALYZE)
-        pool.unread = [doc for doc, _, _ in named_docs]  # their passages come from the first subgraph's KNN
         yield from self.embedded(request)  # the queries before need no vector: they ran while it was computed
         in_scope = {str(row["id"].id): row["chunks"] for row in name_rows if row.get("chunks") is not None}  # graph_names_scoped's
         while pool.size is not None:

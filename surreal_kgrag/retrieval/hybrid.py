@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from ..db import SurrealStore
 from ..db.sdk import RecordID
 from . import documents
-from .base import LRU, Request
+from .base import LRU, ChunkTotals, Request
 from .config import HybridConfig, RetrieverConfig
 from .fused import FusedRetriever, content_words, hits_of, pool_found
 from .fusion import Hit
@@ -73,15 +73,13 @@ class HybridRetriever(FusedRetriever):
         the question names are read first (together, once); the named documents' passages then come
         with the first KNN pool, which grows while the channels together find fewer documents than
         the request wants and the pool came back full."""
-        totals = yield from self._chunk_total(request)
-        candidates = self._candidates(request)
-        passing = yield from self._passing(request)
-        pool = Pool(request, candidates, threshold=self.config.threshold, dense=self._dense, passing=passing)
         question = yield Compute(partial(self._question, request.query), ANALYZE)
-        beside = (self._concept_query(request, totals.scope),) if request.concepts else ()
-        concept_rows, text, named = yield from self._lexical(request, question, totals, candidates, beside)
+
+        def concept_query(totals: ChunkTotals) -> tuple[Query, ...]:
+            return (self._concept_query(request, totals.scope),) if request.concepts else ()
+
+        _, pool, (concept_rows, text, named) = yield from self._first_round(request, question, concept_query)
         concepts = yield Compute(partial(hits_of, concept_rows[0] if concept_rows else [], "concept"), RANK)
-        pool.unread = [doc for doc, _, _ in named]  # their passages come from the first pool's KNN
         yield from self.embedded(request)  # the queries before need no vector: they ran while it was computed
         channels: dict[str, list[Hit]] = {}
         while pool.size is not None:
