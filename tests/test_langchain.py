@@ -163,6 +163,10 @@ def test_an_unknown_mode_or_option_is_refused_when_built_without_connecting():
     retriever = SurrealKGRetriever(db_url="ws://127.0.0.1:9", mode="chunk")
     with pytest.raises(ValueError, match="candidates"):
         retriever.retriever_options = {"candidates": 0}
+    # What a mode's constructor takes itself is an option too: hybrid's question extractor.
+    SurrealKGRetriever(db_url="ws://127.0.0.1:9", mode="hybrid", retriever_options={"extractor": "spacy", "candidates": 30})
+    with pytest.raises(ValueError, match="extractor"):
+        SurrealKGRetriever(db_url="ws://127.0.0.1:9", mode="graph", retriever_options={"extractor": "spacy"})
 
 
 def test_from_retriever_and_add_documents_on_a_mem_store(minilm, spacy_extractor):

@@ -15,6 +15,7 @@ them -- then an optional reranker, and returns exactly ``k`` results when that m
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from ..db import SurrealStore
@@ -75,8 +76,15 @@ def check_retriever_options(mode: str, **kwargs: Any) -> None:
     """Raise what :func:`make_retriever` would for ``mode`` and ``kwargs`` (an unknown mode, an
     option its config does not have or a value it refuses), without a store: for the integrations,
     whose constructors connect on first use."""
-    options = {name: value for name, value in kwargs.items() if name not in ("embedder", "reranker", "scope", "config")}
-    _retriever_class(mode).config_class(**options)
+    cls = _retriever_class(mode)
+    arguments = {  # what the constructors take themselves (embedder, scope, hybrid's extractor, ...)
+        parameter.name
+        for klass in cls.__mro__
+        if "__init__" in vars(klass)
+        for parameter in inspect.signature(vars(klass)["__init__"]).parameters.values()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    cls.config_class(**{name: value for name, value in kwargs.items() if name not in arguments})
 
 
 def _retriever_class(mode: str) -> type[BaseRetriever]:
