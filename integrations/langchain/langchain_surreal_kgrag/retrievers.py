@@ -24,7 +24,7 @@ from surreal_kgrag.loaders import from_langchain
 from surreal_kgrag.retrieval import BaseRetriever as CoreRetriever
 from surreal_kgrag.retrieval.config import DEFAULT_MODE
 from surreal_kgrag.retrieval.filters import compile_filter
-from surreal_kgrag.store import checked_int
+from surreal_kgrag.db import checked_int
 from surreal_kgrag.vectors import awrite_documents, write_documents
 
 CHUNK_SEPARATOR = "\n\n"

@@ -30,7 +30,7 @@ from surreal_kgrag import ChunkHit, IngestConfig, IngestSummary, RetrievalResult
 from surreal_kgrag.lazy import LazyRetriever
 from surreal_kgrag.retrieval import BaseRetriever as CoreRetriever
 from surreal_kgrag.retrieval.config import DEFAULT_MODE
-from surreal_kgrag.store import checked_int
+from surreal_kgrag.db import checked_int
 
 from .filters import to_core_filter
 
