@@ -19,12 +19,12 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
 from surreal_kgrag import IngestConfig, Ingestor, RetrievalResult, RetrievedDocument, Scope
+from surreal_kgrag.db import checked_int
 from surreal_kgrag.lazy import LazyRetriever
 from surreal_kgrag.loaders import from_langchain
 from surreal_kgrag.retrieval import BaseRetriever as CoreRetriever
 from surreal_kgrag.retrieval.config import DEFAULT_MODE
 from surreal_kgrag.retrieval.filters import compile_filter
-from surreal_kgrag.db import checked_int
 from surreal_kgrag.vectors import awrite_documents, write_documents
 
 CHUNK_SEPARATOR = "\n\n"

@@ -27,10 +27,10 @@ from llama_index.core.schema import (
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from surreal_kgrag import ChunkHit, IngestConfig, IngestSummary, RetrievalResult, RetrievedDocument, Scope
+from surreal_kgrag.db import checked_int
 from surreal_kgrag.lazy import LazyRetriever
 from surreal_kgrag.retrieval import BaseRetriever as CoreRetriever
 from surreal_kgrag.retrieval.config import DEFAULT_MODE
-from surreal_kgrag.db import checked_int
 
 from .filters import to_core_filter
 
