@@ -25,7 +25,7 @@ from llama_index.core.vector_stores.types import (
 from llama_index.retrievers.surreal_kgrag import UnsupportedFilterError
 from llama_index.vector_stores.surreal_kgrag import SurrealKGVectorStore
 
-from surreal_kgrag import ConfigurationError, SurrealStore, get_stats, make_retriever
+from surreal_kgrag import ConfigurationError, QueryExecutionError, SurrealStore, get_stats, make_retriever
 
 HOTPOTQA = Path("/work/shared/bench/hotpotqa")
 PASSAGES = 200
@@ -456,3 +456,15 @@ def test_a_node_embedded_by_another_model_is_refused_before_anything_is_written(
         assert vector_store.get_nodes(["ours", "other"]) == []
         assert vector_store.add([ours]) == ["ours"]
         assert vector_store.get_nodes(["ours"])[0].get_content() == "Glaciers carve valleys."
+
+
+async def test_aclose_closes_a_store_it_opened_and_leaves_a_given_one_open(minilm):
+    opened = SurrealKGVectorStore(db_url="mem://", embedder=minilm)
+    opened.client.query_text("test: a row", "CREATE marker:one;")
+    await opened.aclose()
+    with pytest.raises(QueryExecutionError, match="does not exist"):  # a new in-memory engine: the old one was closed
+        opened.client.query_text("test: the row", "SELECT * FROM marker;")
+    with SurrealStore("mem://") as store:
+        store.query_text("test: a row", "CREATE marker:one;")
+        await SurrealKGVectorStore(store=store, embedder=minilm).aclose()
+        assert len(store.query_text("test: the row", "SELECT * FROM marker;")[-1]) == 1  # the caller's, still open

@@ -108,8 +108,13 @@ class SurrealKGVectorStore(BasePydanticVectorStore):
         return self._embed_model
 
     def close(self) -> None:
+        """Close the store if this vector store opened it (not one passed in)."""
         if self._owns_store:
             self.client.close()
+
+    async def aclose(self) -> None:
+        if self._owns_store:
+            await self.client.aclose()
 
     # -- writes ----------------------------------------------------------------------------------
 
