@@ -58,7 +58,7 @@ NO_FILTER = CompiledFilter("", document="")
 #: number at most this many (``fragments/nearest_chunks.surql``), and the named documents with no
 #: chunk near the question are scanned while their chunks add up to at most this many
 #: (``fragments/named_passages.surql``). ``passing_documents``: the most
-#: documents a filtered search reads to learn what share of the store passes (``count_passing.surql``).
+#: documents a count of the chunks inside a scope or filter reads (``count_chunks.surql``).
 CONSTANTS: dict[str, int] = {"chunk_list_max": 32, "exact_scan_chunks": 500, "passing_documents": 10_000}
 
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")

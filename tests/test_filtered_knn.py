@@ -361,7 +361,7 @@ def test_a_filter_passing_a_large_share_filters_an_unfiltered_knn(store, minilm,
     monkeypatch.setitem(surql.CONSTANTS, "exact_scan_chunks", 0)
     surql.load.cache_clear()
     scope = FILTERS["10 tenants (50%)"]
-    counted = store.query("count_passing", {"filtered": True, **scope.compile().params}, filter=scope.compile().on_documents())[-1]
+    counted = store.query("count_chunks", {"filtered": True, **scope.compile().params}, filter=scope.compile().on_documents())[-1]
     assert 0.4 < counted["scope"] / counted["store"] < 0.6 and counted["documents"] == DOCUMENTS // 2
     reads: list[tuple[dict, dict, dict]] = []
     query = store.query
@@ -417,26 +417,24 @@ def test_which_filters_are_applied_after_the_knn():
 
 
 def test_the_share_passing_a_filter_is_read_from_a_bounded_number_of_documents(store, monkeypatch):
-    """``count_passing.surql`` and ``count_chunks.surql`` read at most ``passing_documents``
-    documents: past that, the chunks inside are a lower bound for the pool (a larger first pool,
-    never a smaller one) and the store's chunks for the concept weights; either says it is not whole."""
+    """``count_chunks.surql`` reads at most ``passing_documents`` documents: past that, the chunks
+    inside are a lower bound (a larger first pool, never a smaller one), and the concept weights
+    weigh against the store's chunks instead (``weighed``)."""
     condition = FILTERS["10 tenants (50%)"].compile()
 
-    def counted(name):
+    def counted():
         params = {"filtered": True, **condition.params}
-        return store.query(name, params, filter=condition.on_documents())[-1]
+        return store.query("count_chunks", params, filter=condition.on_documents())[-1]
 
-    whole = counted("count_passing")
+    whole = counted()
     assert whole["documents"] == DOCUMENTS // 2 and whole["store"] == store.query("table_counts")[-1]["chunk"] and whole["whole"]
-    assert counted("count_chunks") == whole
+    assert ChunkTotals(**whole).weighed == whole["scope"] < whole["store"]
     monkeypatch.setitem(surql.CONSTANTS, "passing_documents", 10)
     surql.load.cache_clear()
     try:
-        bounded = counted("count_passing")
+        bounded = counted()
         assert bounded["documents"] == 10 and 10 <= bounded["scope"] < whole["scope"] and bounded["store"] == whole["store"]
-        assert not bounded["whole"]
-        scope = counted("count_chunks")
-        assert scope == {"scope": whole["store"], "documents": 10, "store": whole["store"], "whole": False}
+        assert not bounded["whole"] and ChunkTotals(**bounded).weighed == whole["store"]
     finally:
         monkeypatch.undo()
         surql.load.cache_clear()
@@ -444,8 +442,8 @@ def test_the_share_passing_a_filter_is_read_from_a_bounded_number_of_documents(s
 
 @pytest.mark.parametrize("mode", ["concept", "hybrid", "graph"])
 def test_a_fused_search_with_a_scope_alone_counts_it_once(store, minilm, spacy_extractor, mode, monkeypatch):
-    """The fused modes count their scope for the concept weights (``count_chunks``); with no call
-    filter that count also chooses the KNN pool, so ``count_passing`` is not read; a call filter
+    """The fused modes count their scope for the concept weights; with no call filter that count
+    also chooses the KNN pool, whether or not it was read whole, so it is read once; a call filter
     on top of the scope is counted on its own."""
     names: list[str] = []
     query_many = store.query_many  # every query goes through it
@@ -458,16 +456,19 @@ def test_a_fused_search_with_a_scope_alone_counts_it_once(store, minilm, spacy_e
     extra = {"extractor": spacy_extractor} if mode == "hybrid" else {}
     retriever = make_retriever(mode, store, embedder=minilm, scope=FILTERS["10 tenants (50%)"], **extra)
     retriever.search(QUESTIONS[0], k=K)
-    assert names.count("count_chunks") == 1 and "count_passing" not in names, names
+    assert names.count("count_chunks") == 1, names
     names.clear()
     retriever.search(QUESTIONS[1], k=K, filters={"n": {"$lt": 150}})
-    assert names.count("count_passing") == 1 and "count_chunks" not in names  # the scope's count is cached
+    assert names.count("count_chunks") == 1, names  # the filter's; the scope's count is cached
+    names.clear()
+    retriever.search(QUESTIONS[2], k=K, filters={"n": {"$lt": 150}})
+    assert "count_chunks" not in names, names
     monkeypatch.setitem(surql.CONSTANTS, "passing_documents", 10)
     surql.load.cache_clear()
-    try:  # a scope past the count's limit: its count cannot size the pool, which is counted on its own
+    try:  # a scope past the count's limit: the same count, a lower bound, sizes the pool
         names.clear()
         make_retriever(mode, store, embedder=minilm, scope=FILTERS["10 tenants (50%)"], **extra).search(QUESTIONS[0], k=K)
-        assert names.count("count_chunks") == 1 and names.count("count_passing") == 1, names
+        assert names.count("count_chunks") == 1, names
     finally:
         monkeypatch.undo()
         surql.load.cache_clear()
@@ -477,7 +478,7 @@ def test_filters_whose_values_print_alike_are_cached_apart():
     """A datetime and its text, a record id and its text, match different rows: their counts and
     pool choices are cached under different keys."""
     when = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
-    assert cache_key("count_passing", "c", {"p": [when]}) != cache_key("count_passing", "c", {"p": [str(when)]})
+    assert cache_key("c", {"p": [when]}) != cache_key("c", {"p": [str(when)]})
     record = RecordID("document", "d1")
     assert cache_key("c", {"p": record}) != cache_key("c", {"p": str(record)})
     assert cache_key("c", {"p": [when], "q": 1}) == cache_key("c", {"q": 1, "p": [when]})

@@ -96,14 +96,20 @@ def cache_key(*parts: Any) -> str:
 
 class ChunkTotals(NamedTuple):
     """Chunks inside a condition (a scope, or a scope and a call's filter) and in the whole store,
-    and the documents holding the chunks inside. Both count queries read a bounded number of
-    documents: past it ``whole`` is False and ``documents`` a lower bound, and ``scope`` a lower
-    bound (``count_passing.surql``) or the store's chunks (``count_chunks.surql``)."""
+    and the documents holding the chunks inside (``count_chunks.surql``). At most
+    ``passing_documents`` documents are read: past them ``whole`` is False, and ``scope`` and
+    ``documents`` are lower bounds."""
 
     scope: int
     store: int
     documents: int
     whole: bool = True
+
+    @property
+    def weighed(self) -> int:
+        """The N a concept's chunk count is weighed against: the chunks inside, or the store's
+        (an upper bound) when they were not all read."""
+        return self.scope if self.whole else self.store
 
 
 @dataclass
@@ -240,20 +246,20 @@ class BaseRetriever:
             self._loaded.schema = found if isinstance(found, int) else 0
         return self._loaded.schema >= version
 
-    def _chunks_inside(self, condition: CompiledFilter, query: str = "count_chunks") -> Plan[ChunkTotals]:
-        """Chunks inside ``condition`` and in the store (``count_chunks.surql``, or ``query``),
-        counted again now and then as the store grows."""
-        key = cache_key(query, condition.condition, condition.params)
+    def _chunks_inside(self, condition: CompiledFilter) -> Plan[ChunkTotals]:
+        """Chunks inside ``condition`` and in the store (``count_chunks.surql``), counted again now
+        and then as the store grows."""
+        key = cache_key(condition.condition, condition.params)
         cached = self._chunk_totals.lookup(key)
         if cached is not None and time.monotonic() - cached[1] <= RECOUNT_SECONDS:
             return cached[0]
         params = {"filtered": bool(condition.condition), **condition.params}
-        counted = (yield Query(query, params, {"filter": condition.on_documents()}))[-1]
+        counted = (yield Query("count_chunks", params, {"filter": condition.on_documents()}))[-1]
         totals = ChunkTotals(
             scope=max(int(counted["scope"] or 0), 1),
             store=max(int(counted["store"] or 0), 1),
             documents=int(counted["documents"] or 0),
-            whole=bool(counted.get("whole", True)),
+            whole=bool(counted["whole"]),
         )
         self._chunk_totals.remember(key, (totals, time.monotonic()))
         return totals
@@ -263,7 +269,7 @@ class BaseRetriever:
         (its KNN pool depends on the share passing: :class:`.pool.Pool`); None without a filter."""
         if not request.filter.condition:
             return None
-        return (yield from self._chunks_inside(request.filter, "count_passing"))
+        return (yield from self._chunks_inside(request.filter))
 
     # -- request preparation ---------------------------------------------------------------------
 

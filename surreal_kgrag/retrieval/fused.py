@@ -35,19 +35,10 @@ class FusedRetriever(BaseRetriever):
     config: HybridConfig
 
     def _chunk_total(self, request: Request) -> Plan[ChunkTotals]:
-        """Chunks in the request's scope (the N of its concept weights) and in the store (the N a
-        word's store-wide count in the ``term`` table is compared with)."""
+        """Chunks in the request's scope (the N of its concept weights: ``weighed``) and in the store
+        (the N a word's store-wide count in the ``term`` table is compared with). With no call
+        filter, the same count (cached per condition) chooses the KNN pool."""
         return (yield from self._chunks_inside(request.scope.compile()))
-
-    def _passing(self, request: Request) -> Plan[ChunkTotals | None]:
-        """As :meth:`BaseRetriever._passing`; a filter that is the scope alone (no call filter) was
-        counted for the concept weights (:meth:`_chunk_total`), and that count serves when it was
-        read whole (past its limit its ``scope`` is the store's, which would make the pool too small)."""
-        if request.filter.condition and request.filter == request.scope.compile():
-            totals = yield from self._chunk_total(request)
-            if totals.whole:
-                return totals
-        return (yield from super()._passing(request))
 
     def _documents_in_store(self) -> Plan[int]:
         """Documents in the store (the N of a document name's rarity), counted again now and then."""

@@ -66,7 +66,7 @@ class GraphRetriever(FusedRetriever):
         question = yield Compute(partial(self._question, request.query), ANALYZE)
         names_beside = (names_query(request, question.spans, config.max_df),)
         totals, pool, ((name_rows,), text, named_docs) = yield from self._first_round(request, question, lambda _: names_beside)
-        chunk_total = totals.scope
+        chunk_total = totals.weighed
         names = yield Compute(partial(self._names, question.spans, name_rows, chunk_total), ANALYZE)
         yield from self.embedded(request)  # the queries before need no vector: they ran while it was computed
         in_scope = {str(row["id"].id): row["chunks"] for row in name_rows if row.get("chunks") is not None}  # graph_names_scoped's

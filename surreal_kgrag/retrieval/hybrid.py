@@ -76,7 +76,7 @@ class HybridRetriever(FusedRetriever):
         question = yield Compute(partial(self._question, request.query), ANALYZE)
 
         def concept_query(totals: ChunkTotals) -> tuple[Query, ...]:
-            return (self._concept_query(request, totals.scope),) if request.concepts else ()
+            return (self._concept_query(request, totals.weighed),) if request.concepts else ()
 
         _, pool, (concept_rows, text, named) = yield from self._first_round(request, question, concept_query)
         concepts = yield Compute(partial(hits_of, concept_rows[0] if concept_rows else [], "concept"), RANK)
