@@ -7,17 +7,17 @@ long run embeds its documents in a child process (``embed.process``): spaCy's Py
 engine's queries hold the GIL, which the model's forward pass needs between operations. The
 concepts the writes queue for a vector are embedded meanwhile on one more thread
 (``concepts.VectorWorker``, the ``vectors`` stage); what the last writes queued is embedded after
-them, then the search indexes are maintained. Here too: change detection (a document whose stored
-content hash is unchanged is skipped, and a file's parts it no longer has are deleted), the
-progress bar and the stages' busy times, and cancellation (Ctrl-C or a cancelled ``aingest`` lets
-the transaction in progress finish and raises :class:`IngestInterrupted`).
+them, then the search indexes are maintained. The load stage drops what ``changes`` finds
+unstorable, claimed by another source or unchanged; the stored parts a file no longer has are
+deleted once the writes are done. Here too: the progress bar and the stages' busy times, and
+cancellation (Ctrl-C or a cancelled ``aingest`` lets the transaction in progress finish and raises
+:class:`IngestInterrupted`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import sys
 import time
@@ -33,12 +33,10 @@ from ..embed import Embedder
 from ..embed.process import ProcessEmbedding, in_child_process
 from ..errors import QueryExecutionError
 from ..extract import ConceptExtractor, MetadataConceptExtractor
-from ..ids import document_id
-from ..loaders import find_unstorable
-from ..loaders.metadata import MAX_TITLE_CHARS
 from ..models import IngestSummary, LLMIngestStats, LoadFailure, SourceDocument
 from ..retrieval.scope import Scope
 from ..sections import split_document
+from .changes import ChangeDetector, check_document, last_per_key
 from .concepts import VectorWorker, embed_many
 from .config import IngestConfig
 from .delete import delete_records, stale_parts
@@ -109,12 +107,7 @@ class Run:
         self.summary = IngestSummary()
         self.timings = dict.fromkeys(STAGES, 0.0)
         self.busy: set[str] = set()
-        # The content hash and chunk count of each document this run has sent to be written, by key: a
-        # key met again in a later batch is compared with it (the store does not hold it yet then).
-        self.queued: dict[str, tuple[str, int]] = {}
-        # Where each key was first read, and a digest of its text: another text under the key from a
-        # second source (two files giving the same id) would silently replace the first in this run.
-        self.origins: dict[str, tuple[str, bytes]] = {}
+        self.changes = ChangeDetector(self.store, self.scope)
         # Stored documents the run's files no longer produce, by record id, with their file: removed
         # once every batch is written (a file's new documents can span several batches).
         self.stale: dict[str, tuple[Any, str]] = {}
@@ -258,7 +251,7 @@ class Run:
                     item = labelled(item, self.scope)
                     problem = item if isinstance(item, LoadFailure) else None
                 if problem is None and isinstance(item, SourceDocument):
-                    problem = self._claim(item)
+                    problem = self.changes.claim(item)
                 if problem is not None or not isinstance(item, SourceDocument):
                     failures.append(problem or LoadFailure(source="?", reason="not a document"))
                     continue
@@ -273,24 +266,10 @@ class Run:
             if item is None:
                 return
 
-    def _claim(self, doc: SourceDocument) -> LoadFailure | None:
-        """A failure for a document whose key an earlier document of this run, from another source,
-        already has with another text. The same source again (a file given twice) is that document
-        again, and so is the same text (a key derived from the text, as when no id is given)."""
-        digest = hashlib.blake2b(doc.text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        first, first_digest = self.origins.setdefault(doc.key, (doc.source, digest))
-        if first == doc.source or first_digest == digest:
-            return None
-        return LoadFailure(
-            source=doc.source,
-            reason=f"duplicate id {doc.key!r}: {first} gave a document with another text this id earlier in this ingest, "
-            "and it stays; ids must be unique across the inputs of one ingest (give this one another id)",
-        )
-
     def _chunked(self, docs: list[SourceDocument], failures: list[LoadFailure]) -> Iterator[Batch]:
         docs = last_per_key(docs)
         with self._timed("load"):
-            changed, skipped, stored_chunks = self._changed(docs)
+            changed, skipped, stored_chunks = self.changes.changed(docs)
             stale = stale_parts(self.store, docs, self.scope)
         batch = Batch(failures=list(failures), skipped=skipped, stale=stale)
         for doc in changed:
@@ -303,24 +282,8 @@ class Run:
                 yield batch
                 batch = Batch()
             batch.works.append(DocumentWork(doc, chunks, doc.key in stored_chunks, replaced_chunks=stored_chunks.get(doc.key, 0)))
-            self.queued[doc.key] = (doc.content_hash, len(chunks))
+            self.changes.queue(doc, len(chunks))
         yield batch
-
-    def _changed(self, docs: list[SourceDocument]) -> tuple[list[SourceDocument], int, dict[str, int]]:
-        """Documents whose stored content hash differs, how many are unchanged, the chunk counts of
-        the keys stored (or queued earlier in this run)."""
-        if not docs:
-            return [], 0, {}
-        scope = self.scope.compile()
-        params = {"ids": [document_id(d.key) for d in docs], **scope.params}
-        rows = self.store.query("document_hashes", params, filter=scope)[-1]
-        stored = {row["id"].id: row["content_hash"] for row in rows}
-        counts = {row["id"].id: row.get("chunk_count") or 0 for row in rows}
-        for doc in docs:
-            if doc.key in self.queued:
-                stored[doc.key], counts[doc.key] = self.queued[doc.key]
-        changed = [doc for doc in docs if stored.get(doc.key) != doc.content_hash]
-        return changed, len(docs) - len(changed), counts
 
     def _extract(self, batch: Batch) -> None:
         if not batch.works:
@@ -376,30 +339,3 @@ async def run_async(run: Run) -> IngestSummary:
         with contextlib.suppress(IngestInterrupted):
             await future  # the transaction in progress finishes
         raise
-
-
-def check_document(doc: SourceDocument | Any, max_chars: int) -> LoadFailure | None:
-    """A failure for a document that cannot be written, found before any model work."""
-    if not isinstance(doc, SourceDocument):
-        return LoadFailure(source=repr(doc)[:80], reason=f"not a document: {type(doc).__name__}")
-    if len(doc.text) > max_chars:
-        return LoadFailure(
-            source=doc.source,
-            reason=f"document has {len(doc.text):,} characters, more than max_document_chars={max_chars:,} "
-            "(IngestConfig); split it, or raise the limit (a document is held in memory until it is written)",
-        )
-    if doc.title is not None and len(doc.title) > MAX_TITLE_CHARS:
-        return LoadFailure(
-            source=doc.source,
-            reason=f"title has {len(doc.title):,} characters, more than {MAX_TITLE_CHARS:,}: a title names the document and "
-            "is written above each of its chunks; shorten it, or put the long text in the document's text",
-        )
-    problem = find_unstorable(
-        {"key": doc.key, "source": doc.source, "title": doc.title, "text": doc.text, "metadata": doc.metadata, "access": doc.access}
-    )
-    return None if problem is None else LoadFailure(source=doc.source, reason=problem)
-
-
-def last_per_key(docs: list[SourceDocument]) -> list[SourceDocument]:
-    """A key given twice in one batch is one document: the later version wins."""
-    return list({doc.key: doc for doc in docs}.values())
