@@ -109,6 +109,13 @@ def grew_past(max_file_bytes: int) -> str:
     return f"the file grew past max_file_bytes={max_file_bytes:,} while it was read; not loaded"
 
 
+def os_reason(exc: OSError) -> str:
+    """What an OS error says of a path, as a failure's reason."""
+    if isinstance(exc, PermissionError):
+        return "permission denied; check the file's permissions"
+    return exc.strerror or str(exc)
+
+
 def access_list(value: Any, name: str) -> list[str]:
     if value is None:
         return []
