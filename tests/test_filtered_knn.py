@@ -18,8 +18,10 @@ from surrealdb import RecordID
 from surreal_kgrag import IngestConfig, Ingestor, Scope, SourceDocument, SurrealStore, make_retriever, surql
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.retrieval import pool as pool_module
-from surreal_kgrag.retrieval.base import LRU, MAX_CANDIDATES, ChunkTotals, Request, cache_key
+from surreal_kgrag.retrieval.base import MAX_CANDIDATES
+from surreal_kgrag.retrieval.caches import LRU, ChunkTotals, cache_key
 from surreal_kgrag.retrieval.pool import FILTERED_POOL, POST_FILTER_MAX, POST_FILTER_READ, Pool, post_filtered_size
+from surreal_kgrag.retrieval.request import Request
 
 SUBJECTS = ["The volcano", "A glacier", "The river", "An old castle", "The harbour", "A rainforest", "The desert",
             "A coral reef", "The observatory", "A vineyard", "The railway", "A monastery", "The bridge", "A lighthouse"]

@@ -11,7 +11,7 @@ from surrealdb import RecordID
 from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore, make_retriever
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.ids import chunk_document_key
-from surreal_kgrag.retrieval.base import LRU
+from surreal_kgrag.retrieval.caches import LRU
 from surreal_kgrag.retrieval.fusion import Hit, fuse_chunks, top_chunks
 
 MODES = ["chunk", "concept", "hybrid", "graph"]

@@ -19,13 +19,14 @@ import inspect
 from typing import Any
 
 from ..db import SurrealStore
-from .base import BaseRetriever, Request
+from .base import BaseRetriever
 from .chunk import ChunkRetriever
 from .concept import ConceptRetriever
 from .config import ChunkConfig, ConceptConfig, GraphConfig, HybridConfig, Mode, RetrieverConfig
 from .filters import FilterError, compile_filter
 from .graph import GraphRetriever
 from .hybrid import HybridRetriever, content_words
+from .request import Request
 from .results import Channel, ChunkHit, ConceptMatch, ProvenancePath, RetrievalResult, RetrievedDocument, Timings
 from .scope import UNRESTRICTED, Scope
 

@@ -4,120 +4,25 @@
 from __future__ import annotations
 
 import copy
-import json
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import partial
-from typing import Any, ClassVar, NamedTuple
-
-import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any, ClassVar
 
 from ..db import SurrealStore, checked_int
 from ..embed import Embedder, resolve_embedder
 from ..embed.base import embeds_elsewhere, in_this_process
-from ..errors import ConfigurationError
 from ..surql import CompiledFilter
 from . import plan as plans
+from .caches import LRU, RECOUNT_SECONDS, ChunkTotals, Loaded, cache_key
 from .config import RetrieverConfig
 from .plan import Call, Plan, Query, Start, Wait
+from .request import Request, as_list, check_query, checked_embedding, embedding_call
 from .results import EMBED, RERANK, RetrievalResult, RetrievedDocument, Timings
 from .scope import Scope
 
 #: The largest KNN pool a search grows to while grouping leaves fewer than k documents.
 MAX_CANDIDATES = 5000
-#: How long chunk counts (:class:`ChunkTotals`) are used before they are counted again.
-RECOUNT_SECONDS = 60.0
-
-
-class Request(BaseModel):
-    """One search, prepared: what every retriever's plan works from."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    query: str
-    k: int
-    fetch: int = Field(description="documents the plan ranks: k, or the rerank pool")
-    scope: Scope = Field(description="what the caller may read")
-    filter: CompiledFilter = Field(description="the scope ANDed with the call's filter")
-    embedding: list[float] | None = Field(description="the query's embedding; None while it is being computed")
-    embedding_started: Any = Field(None, description="the embedding's call (plan.Start), when it runs beside the plan")
-    concepts: list[str] = Field(default_factory=list)
-
-    @property
-    def vector(self) -> np.ndarray:
-        """The embedding as float32: the embedded engine's encoder packs it in one step. A plan
-        reads it after ``yield from retriever.embedded(request)``."""
-        if self.embedding is None:
-            raise RuntimeError("the query's embedding is still being computed: yield from embedded(request) first")
-        return np.asarray(self.embedding, dtype=np.float32)
-
-
-class LRU:
-    """A small least-recently-used cache, safe to share between threads (LangChain's ``batch``
-    runs a retriever's invocations in a thread pool)."""
-
-    def __init__(self, size: int = 1024) -> None:
-        self.size = size
-        self._items: OrderedDict[str, Any] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def lookup(self, key: str) -> Any:
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def forget(self, key: str) -> None:
-        with self._lock:
-            self._items.pop(key, None)
-
-    def remember(self, key: str, value: Any) -> Any:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-        return value
-
-
-def cache_key(*parts: Any) -> str:
-    """A key for what a retriever caches per filter: values that print alike but differ in type (a
-    datetime and its string, a record id and its text) match different rows, so they stay apart."""
-    return json.dumps(parts, sort_keys=True, default=lambda value: [type(value).__name__, str(value)])
-
-
-class ChunkTotals(NamedTuple):
-    """Chunks inside a condition (a scope, or a scope and a call's filter) and in the whole store,
-    and the documents holding the chunks inside (``count_chunks.surql``). At most
-    ``passing_documents`` documents are read: past them ``whole`` is False, and ``scope`` and
-    ``documents`` are lower bounds."""
-
-    scope: int
-    store: int
-    documents: int
-    whole: bool = True
-
-    @property
-    def weighed(self) -> int:
-        """The N a concept's chunk count is weighed against: the chunks inside, or the store's
-        (an upper bound) when they were not all read."""
-        return self.scope if self.whole else self.store
-
-
-@dataclass
-class Loaded:
-    """What a retriever reads once or now and then, in one object its narrowed copies share."""
-
-    schema: int = 0  # the store's schema version as last read (it only goes up; 0: no schema yet)
-    documents: tuple[int, float] | None = None  # documents in the store, and when they were counted
 
 
 class BaseRetriever:
@@ -284,14 +189,14 @@ class BaseRetriever:
     ) -> Plan[Request]:
         """The checked request a search runs: k, the scope and filter, the query's embedding (and,
         in hybrid mode, the concepts it names)."""
-        _check_query(query, self.config.max_query_chars)
+        check_query(query, self.config.max_query_chars)
         k = checked_int("k", k if k is not None else self.config.k, maximum=1000)
         fetch = max(k, self.config.rerank_pool) if self.reranker is not None else k
         narrowed = self.scope.narrow(scope)
         compiled = narrowed.restrict(filters)
         started = None
         if embedding is not None:
-            embedding = _checked_embedding(embedding, getattr(self.embedder, "dimension", None))
+            embedding = checked_embedding(embedding, getattr(self.embedder, "dimension", None))
         if embedding is None:
             embedding = self._embeddings.lookup(query)
         if embedding is None:
@@ -302,7 +207,7 @@ class BaseRetriever:
             if beside:
                 started = yield Start(call)
             else:
-                embedding = self._embeddings.remember(query, _as_list((yield call)))
+                embedding = self._embeddings.remember(query, as_list((yield call)))
         request = Request(
             query=query,
             k=k,
@@ -322,7 +227,7 @@ class BaseRetriever:
         vector; the wait is what the search's ``embed`` part counts."""
         if request.embedding is None:
             vector = yield Wait(request.embedding_started, EMBED)
-            request.embedding = list(self._embeddings.remember(request.query, _as_list(vector)))
+            request.embedding = list(self._embeddings.remember(request.query, as_list(vector)))
         return request.embedding
 
     def _analyze(self, request: Request) -> Plan[None]:
@@ -362,56 +267,3 @@ class BaseRetriever:
             "filter": request.filter,
             "document_filter": request.filter.on_documents(),
         }
-
-
-def embedding_call(embedder: Any, text: str) -> Call:
-    """The call that embeds ``text`` as a question (blocking and async), timed as ``embed``."""
-    return Call(partial(embedder.embed_query, text), partial(embedder.aembed_query, text), EMBED)
-
-
-def _check_query(query: Any, max_chars: int) -> None:
-    if not isinstance(query, str) or not query.strip():
-        raise ConfigurationError(f"the query must be a non-empty string, got {query!r}")
-    if len(query) > max_chars:
-        raise ConfigurationError(
-            f"the query has {len(query):,} characters, more than max_query_chars={max_chars:,} (RetrieverConfig); "
-            "ask a shorter question"
-        )
-    try:
-        query.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise ConfigurationError(
-            f"the query holds {query[error.start]!r} at character {error.start}, which is not valid Unicode text "
-            "(a lone surrogate); fix the text"
-        ) from None
-
-
-def _checked_embedding(embedding: Any, dimension: int | None) -> list[float]:
-    """A caller's query embedding as floats, checked before it reaches a query: finite numbers, as
-    many as the embedder's dimension."""
-    size = len(embedding) if hasattr(embedding, "__len__") and not isinstance(embedding, (str, bytes)) else None
-    if size is None or (dimension is not None and size != dimension) or size == 0:
-        expected = f"{dimension} numbers" if dimension is not None else "a non-empty list of numbers"
-        got = f"{size:,} values" if size is not None else type(embedding).__name__
-        raise ConfigurationError(f"the query embedding must be {expected} (the embedder's dimension), got {got}")
-    try:
-        vector = np.asarray(embedding, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ConfigurationError("the query embedding must be a list of numbers; it holds something else") from None
-    if vector.ndim != 1 or not np.isfinite(vector).all():
-        raise ConfigurationError("the query embedding must be a flat list of finite numbers (no NaN or infinity)")
-    return _as_list(vector)
-
-
-def _as_list(vector: np.ndarray) -> list[float]:
-    return np.asarray(vector, dtype=np.float32).reshape(-1).tolist()
-
-
-def __getattr__(name: str) -> Any:
-    """The KNN pool's names, which moved to :mod:`.pool` (imported here on first use: it imports
-    this module)."""
-    if name in ("FILTERED_POOL", "Pool", "exact_instead", "grow", "pool_used"):
-        from . import pool
-
-        return getattr(pool, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,11 +6,12 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any, ClassVar
 
-from .base import BaseRetriever, Request
+from .base import BaseRetriever
 from .config import ChunkConfig, RetrieverConfig
 from .fusion import per_chunk
 from .plan import Compute, Plan, Query
 from .pool import Pool
+from .request import Request
 from .results import HYDRATE, ChunkHit, ProvenancePath, RetrievedDocument, placement
 
 

@@ -18,11 +18,13 @@ from ..db.sdk import RecordID
 from ..schema import NAME_COUNTS_SINCE
 from ..surql import CompiledFilter
 from . import documents
-from .base import RECOUNT_SECONDS, BaseRetriever, ChunkTotals, Request
+from .base import BaseRetriever
+from .caches import RECOUNT_SECONDS, ChunkTotals
 from .config import HybridConfig, RetrieverConfig
 from .fusion import Hit, chunk_from, fuse, fuse_chunks, per_chunk, top_chunks
 from .plan import Compute, Concurrently, Plan, Query
 from .pool import Pool
+from .request import Request
 from .results import HYDRATE, RANK, Channel, RetrievedDocument
 
 

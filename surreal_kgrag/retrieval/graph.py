@@ -33,12 +33,12 @@ from ..ids import chunk_document_key, concept_id, document_id
 from ..schema import ADJACENCY_LISTS_SINCE
 from ..surql import CompiledFilter
 from . import documents
-from .base import Request
 from .config import GraphConfig, RetrieverConfig
 from .fused import FusedRetriever, pool_found
 from .fusion import Hit
 from .plan import Compute, Plan, Query
 from .pool import Pool
+from .request import Request
 from .results import ANALYZE, RANK, ConceptMatch, RetrievedDocument
 from .walk import Subgraph, WalkSettings, assemble, dense_reset, idf, personalized_pagerank
 

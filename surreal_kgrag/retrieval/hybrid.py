@@ -10,12 +10,13 @@ from typing import Any, ClassVar
 from ..db import SurrealStore
 from ..db.sdk import RecordID
 from . import documents
-from .base import LRU, ChunkTotals, Request
+from .caches import LRU, ChunkTotals
 from .config import HybridConfig, RetrieverConfig
 from .fused import FusedRetriever, content_words, hits_of, pool_found
 from .fusion import Hit
 from .plan import Call, Compute, Plan, Query
 from .pool import Pool
+from .request import Request
 from .results import ANALYZE, RANK, RetrievedDocument
 
 __all__ = ["MAX_QUESTION_CONCEPTS", "HybridRetriever", "content_words"]

@@ -10,7 +10,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import surql
-from .base import LRU, MAX_CANDIDATES, ChunkTotals, Request, cache_key
+from .base import MAX_CANDIDATES
+from .caches import LRU, ChunkTotals, cache_key
+from .request import Request
 
 #: How much larger the first pool of a filtered chunk KNN is. Filtered HNSW search on SurrealDB
 #: 3.2 drops true neighbours (surrealdb#7423): on a 2,400-chunk store the top 10 of a 10-vector

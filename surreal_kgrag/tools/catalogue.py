@@ -23,9 +23,9 @@ from ..ids import concept_id, document_id
 from ..llm.readonly import ReadonlyLimits, ReadonlyQueryResult, readonly_plan
 from ..llm.text2surql import readonly_tool_description
 from ..retrieval import BaseRetriever, Scope
-from ..retrieval.base import embedding_call
 from ..retrieval.plan import Plan, Query
 from ..retrieval.pool import grow
+from ..retrieval.request import embedding_call
 from ..retrieval.results import placement
 from .errors import InvalidArgumentsError, NotFoundError
 from .models import (
