@@ -267,3 +267,13 @@ class BaseRetriever:
             "filter": request.filter,
             "document_filter": request.filter.on_documents(),
         }
+
+
+def __getattr__(name: str) -> Any:
+    """The KNN pool's names, which moved to :mod:`.pool` (imported here on first use: it imports
+    this module); kept for the import paths of earlier releases (tests/data/public_imports.txt)."""
+    if name in ("FILTERED_POOL", "Pool", "exact_instead", "grow", "pool_used"):
+        from . import pool
+
+        return getattr(pool, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
