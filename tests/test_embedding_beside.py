@@ -100,6 +100,48 @@ async def test_a_started_call_runs_beside_the_plan_under_the_async_driver():
     assert await plans.arun(None, plan()) is True
 
 
+def _begins_before_the_next_step(arun: Any = None) -> tuple[plans.Plan[list[bool]], threading.Event]:
+    """A plan whose started call notes that it began, then waits to be released; the plan's next
+    steps read the note. The next step is often a query on the embedded engine, which holds the GIL
+    while it answers, so a call that has not begun by then would begin only after it."""
+    begun, release = threading.Event(), threading.Event()
+
+    def run() -> bool:
+        begun.set()
+        return release.wait(30)
+
+    def plan() -> plans.Plan[list[bool]]:
+        seen = []
+        for _ in range(20):
+            begun.clear()
+            started = yield Start(Call(run, arun, "embed"))
+            seen.append((yield Compute(begun.is_set, "rank")))
+            release.set()
+            assert (yield Wait(started, "embed")) is True
+            release.clear()
+        return seen
+
+    return plan(), release
+
+
+def test_a_started_call_has_begun_when_the_plan_takes_its_next_step():
+    plan, release = _begins_before_the_next_step()
+    try:
+        assert plans.run(None, plan) == [True] * 20
+    finally:
+        release.set()
+
+
+async def test_a_started_call_has_begun_when_the_plan_takes_its_next_step_under_the_async_driver():
+    """The async driver lets the call's task begin, and a blocking call's thread (an embedder with
+    no async form, or a child process's pipes) begin it, before the plan's next step."""
+    plan, release = _begins_before_the_next_step()
+    try:
+        assert await plans.arun(None, plan) == [True] * 20
+    finally:
+        release.set()
+
+
 def test_a_started_calls_error_reaches_the_plan_at_its_wait():
     def fails() -> None:
         raise ConfigurationError("the embedding service refused the key")

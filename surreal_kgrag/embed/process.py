@@ -30,10 +30,12 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
+from ..db.loops import to_thread_begun
 from ..deadline import kill_after
 from ..errors import ConfigurationError
 from .base import check_texts
@@ -161,7 +163,7 @@ class ProcessEmbedding:
 
     async def aembed_query(self, text: str) -> np.ndarray:
         if self.in_child:
-            return await asyncio.to_thread(self.embed_query, text)
+            return await to_thread_begun(partial(self.embed_query, text))
         return await self._embedder.aembed_query(text)
 
     async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:

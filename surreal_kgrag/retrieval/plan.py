@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..db import SurrealStore
-from ..db.loops import gather_or_cancel
+from ..db.loops import gather_or_cancel, submit_begun, to_thread_begun
 from ..errors import ConfigurationError, KGRagError
 from ..surql import CompiledFilter
 
@@ -202,7 +202,9 @@ async def _arun(store: SurrealStore | None, step: Step) -> Any:
     if isinstance(step, Compute):
         return step.run()
     if isinstance(step, Start):
-        return asyncio.create_task(_acall(step.call))
+        task = asyncio.create_task(_acall(step.call))
+        await asyncio.sleep(0)  # the call begins (to its first wait) before the plan's next query
+        return task
     if isinstance(step, Wait):
         return await step.started
     if isinstance(step, Query):
@@ -226,7 +228,7 @@ async def _arun(store: SurrealStore | None, step: Step) -> Any:
 async def _acall(call: Call) -> Any:
     if call.arun is not None:
         return await call.arun()
-    return await asyncio.to_thread(call.run)
+    return await to_thread_begun(call.run)
 
 
 #: The threads that wait for started calls: a call beside a plan spends its time waiting on another
@@ -255,7 +257,7 @@ def _start_beside(call: Call) -> Future[Any]:
         except Exception as error:
             done.set_exception(error)
         return done
-    started = pool.submit(call.run)
+    started = submit_begun(pool, call.run)
     started.add_done_callback(_beside_done)
     return started
 
