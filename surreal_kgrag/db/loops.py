@@ -51,7 +51,10 @@ def submit_begun(executor: Executor, fn: Callable[[], T]) -> Future[T]:
 
 async def to_thread_begun(fn: Callable[[], T]) -> T:
     """``asyncio.to_thread(fn)`` whose thread has begun ``fn`` before the loop goes on (as
-    :func:`submit_begun`; the loop waits that long, microseconds in practice)."""
+    :func:`submit_begun`). The loop waits for it, microseconds in practice: an awaited start would
+    let the plan send its next query first. When the executor's threads are all busy the wait is
+    bounded by :data:`HANDOFF_SECONDS`; on the embedded engine they are busy holding or waiting
+    for the GIL, without which the loop could not run either."""
     run, begun = _signalling(fn)
     future = asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, run)
     begun.wait(HANDOFF_SECONDS)
