@@ -202,8 +202,9 @@ async def _arun(store: SurrealStore | None, step: Step) -> Any:
     if isinstance(step, Compute):
         return step.run()
     if isinstance(step, Start):
-        task = asyncio.create_task(_acall(step.call))
-        await asyncio.sleep(0)  # the call begins (to its first wait) before the plan's next query
+        # The call begins (to its first wait; a blocking one, in its thread) before the plan's next query.
+        task = asyncio.create_task(_acall(step.call, to_thread_begun))
+        await asyncio.sleep(0)
         return task
     if isinstance(step, Wait):
         return await step.started
@@ -225,10 +226,10 @@ async def _arun(store: SurrealStore | None, step: Step) -> Any:
     return await _acall(step)
 
 
-async def _acall(call: Call) -> Any:
+async def _acall(call: Call, in_thread: Callable[[Callable[[], Any]], Awaitable[Any]] = asyncio.to_thread) -> Any:
     if call.arun is not None:
         return await call.arun()
-    return await to_thread_begun(call.run)
+    return await in_thread(call.run)
 
 
 #: The threads that wait for started calls: a call beside a plan spends its time waiting on another
