@@ -1,7 +1,8 @@
 """Retrieval quality and latency per mode on benchmark folders, beside exact-cosine and BM25 baselines.
 
     .venv/bin/python benchmarks/retrieval_benchmark.py ../shared/bench/hotpotqa ../shared/bench/sec10q \\
-        [--docs DIR --queries FILE] [--store-dir /tmp/kg-bench] [--modes chunk,concept,hybrid,graph] [--limit 200] [--json]
+        [--docs DIR --queries FILE] [--store-dir /tmp/kg-bench] [--modes chunk,concept,hybrid,graph] [--limit 200] \\
+        [--embedding-process] [--json]
 
 A folder is either format of ``surreal_kgrag.evaluate``: ``corpus.jsonl`` with queries naming
 ``gold_ids``, or files (``docs/``, or beside ``queries.jsonl``) with queries naming ``gold_files``;
@@ -17,6 +18,10 @@ rerank; other), beside the p50 of embedding each question alone (the floor a vec
 how far each mode's p50 lies above it. ``graph-edges`` is the graph mode reading its subgraph from
 the edges, as for a record user, instead of the adjacency lists (the same ranking, its own time). A last line times
 reciprocal rank fusion of the hybrid channels in Python against SurrealDB's ``search::rrf``.
+With ``--embedding-process`` the modes that run queries beside the question's embedding (concept,
+hybrid, graph) answer every query again with the model in a child process
+(``surreal_kgrag.embed.in_own_process``), as rows ``<mode>+child``; the floor stays the embedding
+in this process.
 Nothing here depends on a dataset's name.
 """
 
@@ -31,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from surreal_kgrag import Ingestor, SurrealStore
+from surreal_kgrag.embed import in_own_process
 from surreal_kgrag.eval_baselines import run_baselines
 from surreal_kgrag.evaluate import DEFAULT_KS, EvalQuery, EvalSet, evaluate_retriever, find_eval_set, gold_coverage
 from surreal_kgrag.latency import LATENCY_NOTE
@@ -69,6 +75,28 @@ def fusion_timing(store: SurrealStore, retriever: HybridRetriever, questions: li
 def measure(retriever: BaseRetriever, queries: list[EvalQuery]) -> dict[str, Any]:
     """Recall@1/2/5 (overall and per type) and wall-clock latency with its parts, of one mode."""
     return evaluate_retriever(retriever, queries, DEFAULT_KS).flat()
+
+
+def build(mode: str, store: SurrealStore, embedder: Any) -> BaseRetriever:
+    if mode == "graph-edges":
+        return EdgeWalkingGraphRetriever(store, embedder=embedder)
+    return make_retriever(mode, store, embedder=embedder)
+
+
+def with_a_child(store: SurrealStore, embedder: Any, modes: list[str], queries: list[EvalQuery]) -> dict[str, Any]:
+    """The modes that embed beside their queries, measured again with the questions embedded by a child process."""
+    rows = {}
+    with in_own_process(embedder) as child:
+        if not child.wait_until_ready(120):
+            print("  the embedding child did not start: no +child rows", file=sys.stderr)
+            return {}
+        for mode in modes:
+            retriever = build(mode, store, child)
+            if retriever.embeds_beside:
+                t = time.perf_counter()
+                rows[f"{mode}+child"] = measure(retriever, queries)
+                print(f"  {mode}+child: {rows[f'{mode}+child']} ({time.perf_counter() - t:.0f}s)", file=sys.stderr)
+    return rows
 
 
 def embedding_alone(embedder: Any, queries: list[EvalQuery]) -> float:
@@ -131,6 +159,10 @@ def main() -> int:
     )
     parser.add_argument("--baselines", default="numpy,bm25", help="comma-separated: numpy, bm25 (empty: none)")
     parser.add_argument("--limit", type=int, default=None, help="first N queries only")
+    parser.add_argument(
+        "--embedding-process", action="store_true",
+        help="also run concept, hybrid and graph with the questions embedded by a child process (rows <mode>+child)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
     args = parser.parse_args()
 
@@ -151,14 +183,11 @@ def main() -> int:
             floor = embedding_alone(ingestor.embedder, queries)
             modes = {}
             for mode in args.modes.split(","):
-                retriever: BaseRetriever
-                if mode == "graph-edges":
-                    retriever = EdgeWalkingGraphRetriever(store, embedder=ingestor.embedder)
-                else:
-                    retriever = make_retriever(mode, store, embedder=ingestor.embedder)
                 t = time.perf_counter()
-                modes[mode] = measure(retriever, queries)
+                modes[mode] = measure(build(mode, store, ingestor.embedder), queries)
                 print(f"  {mode}: {modes[mode]} ({time.perf_counter() - t:.0f}s)", file=sys.stderr)
+            if args.embedding_process:
+                modes |= with_a_child(store, ingestor.embedder, args.modes.split(","), queries)
             chosen = [b for b in args.baselines.split(",") if b]
             baselines, notes = run_baselines(store, ingestor.embedder, queries, DEFAULT_KS, chosen)
             hybrid = make_retriever("hybrid", store, embedder=ingestor.embedder)

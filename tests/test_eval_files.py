@@ -142,6 +142,23 @@ def test_retrieval_benchmark_over_files(benchmark_modules, tmp_path, capsys, mon
         assert row["by_type"]["single"]["recall@1"] == 100 and row["by_type"]["absent"]["recall@5"] == 0
 
 
+def test_retrieval_benchmark_measures_the_modes_again_with_a_child_embedding(benchmark_modules, tmp_path, capsys, monkeypatch):
+    """``--embedding-process``: the modes that embed beside their queries answer again with the model in a
+    child process (the chunk mode does not: its first query needs the vector); the answers are the same."""
+    import retrieval_benchmark
+
+    folder = write_folder(tmp_path / "bench")
+    argv = ["retrieval_benchmark.py", str(folder), "--store-dir", str(tmp_path / "stores"), "--modes", "chunk,concept",
+            "--baselines", "", "--embedding-process", "--json"]
+    monkeypatch.setattr(sys, "argv", argv)
+    assert retrieval_benchmark.main() == 0
+    [entry] = json.loads(capsys.readouterr().out).values()
+    assert list(entry["modes"]) == ["chunk", "concept", "concept+child"]
+    alone, child = entry["modes"]["concept"], entry["modes"]["concept+child"]
+    assert {k: v for k, v in child.items() if k.startswith("recall")} == {k: v for k, v in alone.items() if k.startswith("recall")}
+    assert child["by_type"] == alone["by_type"] and child["p50_ms"] > 0
+
+
 def test_side_by_side_over_files(benchmark_modules, tmp_path, capsys):
     import side_by_side
 
