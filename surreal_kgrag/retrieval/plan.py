@@ -125,7 +125,8 @@ def run(store: SurrealStore | None, plan: Plan[T], timings: dict[str, float] | N
 
 async def arun(store: SurrealStore | None, plan: Plan[T], timings: dict[str, float] | None = None) -> T:
     """Drive ``plan`` on the store's async connection; a ``Call`` without an async twin runs in a
-    worker thread so it never blocks the event loop."""
+    worker thread so it does not block the event loop (a started one holds it until its thread
+    has begun: ``db.loops.to_thread_begun``)."""
     steps = _Steps(plan, timings)
     with steps:
         while (step := steps.next()) is not None:
