@@ -15,7 +15,7 @@ from surreal_kgrag.errors import QueryExecutionError
 from surreal_kgrag.identity import asks_latest, document_date, document_names, periods
 from surreal_kgrag.models import ConceptMention
 from surreal_kgrag.retrieval import make_retriever
-from surreal_kgrag.retrieval.documents import hits, question_names, scores
+from surreal_kgrag.retrieval.documents import Named, hits, question_names, scores
 from surreal_kgrag.schema import SCHEMA_VERSION, ensure_schema
 
 COMPANIES = {
@@ -102,8 +102,11 @@ def test_a_name_in_more_documents_than_the_last_count_still_weighs_for_them():
         {"name": periods[0], "n": 1, "docs": [{"doc": RecordID("document", "z3"), "chunks": 40}]},
     ]
     ranked = scores(rows, spans, periods, total=4, per_name=64, latest=False)
-    assert ranked[0][0] == "z3"
-    assert len(ranked) == 9 and all(score > 0 for _, score, _ in ranked)
+    assert ranked[0].doc == "z3"
+    assert len(ranked) == 9 and all(named.score > 0 and named.quality == 1.0 for named in ranked)
+    # The same name written in lower case ("zenith robotics") names them a tenth as surely.
+    spans, periods = question_names("what did zenith robotics report?")
+    assert {named.quality for named in scores(rows, spans, periods, total=4, per_name=64, latest=False)} == {0.1}
 
 
 @pytest.mark.parametrize("mode", FUSED_MODES)
@@ -146,11 +149,11 @@ def test_a_named_documents_passages_are_its_nearest_chunks_from_the_pool_or_from
         }
         out = store.query("search_hybrid", params, candidates=pool, ef=max(80, pool), filter=_no_filter(), document_filter=_no_filter())[-1]
         assert out["fetched"] == 1  # the search's own pool is cut to its k
-        named = [(str(doc.id), 1.0, "") for doc in docs]
+        named = [Named(str(doc.id), 1.0, "", 1.0) for doc in docs]
         found: dict[str, list[str]] = {}
         for hit in hits(named, out["passages"], 3):
             found.setdefault(hit.doc, []).append(hit.chunk)
-        assert set(found) == set(named_doc for named_doc, _, _ in named)
+        assert set(found) == {item.doc for item in named}
         return found
 
     best = passages(2000)
@@ -257,3 +260,55 @@ def _no_filter():
     from surreal_kgrag.surql import NO_FILTER
 
     return NO_FILTER
+
+
+MANUAL_PAGES = {
+    "copy": [
+        "Assignment statements do not copy objects, they create bindings between a target and an object.",
+        "A shallow copy constructs a new compound object and then inserts references to the objects found in the original.",
+        "A deep copy constructs a new compound object and then, recursively, inserts copies of the objects found in the original.",
+        "Deep copy operations can run into recursive objects, which may cause a recursive loop; a memo dictionary keeps track of them.",
+        "Classes can define __copy__ and __deepcopy__ to control how their instances are duplicated in memory.",
+    ],
+    "shutil": [
+        "The shutil module offers high-level operations on files and collections of files on disk.",
+        "copytree recursively copies an entire directory tree rooted at src to a directory named dst and returns the destination.",
+        "rmtree deletes an entire directory tree; path must point to a directory, not a symbolic link to one.",
+        "move recursively moves a file or directory to another location on the file system and returns the destination.",
+        "disk_usage returns the total, used and free space of the file system that holds a given path.",
+    ],
+    "time": [
+        "This module provides functions for reading the clocks of the operating system and converting between time representations.",
+        "monotonic returns the value of a clock that cannot go backwards and is not affected by system clock updates.",
+        "sleep suspends execution of the calling thread for the given number of seconds.",
+        "strftime converts a tuple representing a time to a string as specified by the format argument.",
+        "gmtime converts a time expressed in seconds since the epoch to a struct_time in UTC.",
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def manual(minilm, spacy_extractor, tmp_path_factory):
+    """Long manual pages named by common words (copy.txt, time.txt), as a library's reference is."""
+    folder = tmp_path_factory.mktemp("manual")
+    for name, sentences in MANUAL_PAGES.items():
+        paragraphs = [f"{sentence} Section {i} of the {name} reference repeats it with example {i}." for i in range(8) for sentence in sentences]
+        (folder / f"{name}.txt").write_text("\n\n".join(paragraphs))
+    with SurrealStore("mem://") as s:
+        summary = Ingestor(s, embedder=minilm, extractor=spacy_extractor).ingest([folder])
+        assert summary.added == 3
+        yield s
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "graph"])  # concept mode walks from the question's concepts alone
+def test_a_common_word_in_lower_case_does_not_name_a_document(manual, mode):
+    """ "copy" in "how do I copy a directory tree" is a verb, not the page copy.txt: a name written in
+    lower case weighs a tenth of one in the fusion, so the page the other channels find comes first.
+    Before, the document channel's first place outweighed them whatever the match."""
+    retriever = make_retriever(mode, manual)
+    spans = question_names("How do I copy an entire directory tree recursively?")[0]
+    assert "copy" in {span.name for span in spans}  # the premise: copy.txt is named "copy"
+    assert files(retriever.search("How do I copy an entire directory tree recursively?", k=3))[0] == "shutil.txt"
+    assert files(retriever.search("Which clock cannot go backwards when the system time changes?", k=3))[0] == "time.txt"
+    # Written as a name, the same word still names its page.
+    assert files(retriever.search("What does Copy say about directory trees?", k=3))[0] == "copy.txt"

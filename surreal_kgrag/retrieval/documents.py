@@ -8,6 +8,10 @@ then a range read for each name some document carries). Each matched name weighs
 documents (a name every document carries weighs nothing; one ``per_name`` or more documents carry
 is a hub and skipped), and a document scores the sum over the names it carries, whatever its
 length. A question asking for the latest document puts the newest of equally named documents first.
+A name the question writes all in lower case is far more often a common word ("how do I *copy* a
+tree", "which *function*") than a name: it weighs ``LOWERCASE`` times a name, and a document it alone
+names carries that share of the channel's weight in the fusion, which ranks by position and would
+otherwise put it level with a document the question names properly.
 
 The channel ranks documents of ``document_min_chunks`` chunks or more: a passage shorter than that
 is its own identity already (its chunks are embedded and full-text indexed under its title, and its
@@ -30,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import identity, phrases
 from ..db.sdk import RecordID
@@ -40,6 +44,17 @@ from .plan import Query
 #: Weight factor of a name the question writes all in lower case ("which band"): a common word, far
 #: more often than a name (the graph mode's ``question_lowercase``).
 LOWERCASE = 0.1
+
+
+class Named(NamedTuple):
+    """A document the question names: its key, the summed rarity of its names, its date (for
+    ``latest``), and how surely the question names it: 1 through a name it writes as one (capitalised)
+    or a period, ``LOWERCASE`` through lower-case words alone."""
+
+    doc: str
+    score: float
+    date: str
+    quality: float
 
 
 def question_names(query: str) -> tuple[list[phrases.Span], list[str]]:
@@ -63,15 +78,16 @@ def scores(
     per_name: int,
     latest: bool,
     min_chunks: int = 1,
-) -> list[tuple[str, float, str]]:
-    """Named documents of at least ``min_chunks`` chunks as (document key, score, date), best first:
-    the summed rarity of the names each carries, the question's n-grams taken longest first without
-    overlap; with ``latest``, equally named documents newest first."""
+) -> list[Named]:
+    """Named documents of at least ``min_chunks`` chunks, best first: the summed rarity of the names
+    each carries, the question's n-grams taken longest first without overlap; with ``latest``,
+    equally named documents newest first."""
     found = {row["name"]: row for row in rows if 0 < int(row["n"]) < per_name and row["docs"]}
     quality: dict[str, float] = {p: 1.0 for p in periods if p in found}
     for span in phrases.longest_matches(spans, lambda name: 0 if name in found else None):
         quality[span.name] = max(quality.get(span.name, 0.0), 1.0 if span.capitalised else LOWERCASE)
     score: dict[str, float] = defaultdict(float)
+    surest: dict[str, float] = defaultdict(float)
     dates: dict[str, str] = {}
     for name, factor in quality.items():
         row = found[name]
@@ -83,12 +99,13 @@ def scores(
                 continue
             key = str(hit["doc"].id)
             score[key] += weight
+            surest[key] = max(surest[key], factor)
             dates[key] = hit.get("date") or ""
     ranked = list(score)
     if latest:
         ranked.sort(key=lambda d: dates[d], reverse=True)  # newest first, undated ("") last; the sorts are stable
     ranked.sort(key=lambda d: -round(score[d], 9))
-    return [(doc, score[doc], dates[doc]) for doc in ranked]
+    return [Named(doc, score[doc], dates[doc], surest[doc]) for doc in ranked]
 
 
 def passages(docs: list[str], config: Any, candidates: int) -> tuple[dict[str, Any], int]:
@@ -99,27 +116,28 @@ def passages(docs: list[str], config: Any, candidates: int) -> tuple[dict[str, A
     return params, max(candidates, config.document_passage_pool) if docs else candidates
 
 
-def hits(named: list[tuple[str, float, str]], passage_rows: list[dict[str, Any]], per_doc: int) -> list[Hit]:
+def hits(named: list[Named], passage_rows: list[dict[str, Any]], per_doc: int) -> list[Hit]:
     """The channel's hits: documents in ``named`` order, each with its ``per_doc`` best passages,
     best first, equal ones (a passage repeated in a document) in chunk order (a document whose
-    chunks are all outside the scope drops out)."""
+    chunks are all outside the scope drops out); each carries its document's ``quality`` as its
+    share of the channel's weight."""
     by_doc: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in passage_rows:
         by_doc[str(row["doc"].id)].append(row)
     out = []
-    for doc, score, _ in named:
+    for doc, score, _, quality in named:
         for row in sorted(by_doc.get(doc, []), key=lambda r: (-float(r["score"]), str(r["chunk"].id)))[:per_doc]:
-            out.append(Hit(doc=doc, chunk=str(row["chunk"].id), score=score, channel="document"))
+            out.append(Hit(doc=doc, chunk=str(row["chunk"].id), score=score, channel="document", weight=quality))
     return out
 
 
 def named_documents(
     query: str, rows: list[dict[str, Any]], spans: list[phrases.Span], periods: list[str], total: int, config: Any
-) -> list[tuple[str, float, str]]:
+) -> list[Named]:
     """The named documents the channel keeps: within ``document_share`` of the best, at most ``document_pool``."""
     latest = identity.asks_latest(query)
     named = scores(rows, spans, periods, total, config.document_per_name, latest, config.document_min_chunks)
     if named:
-        least = config.document_share * named[0][1]
-        named = [item for item in named if item[1] >= least][: config.document_pool]
+        least = config.document_share * named[0].score
+        named = [item for item in named if item.score >= least][: config.document_pool]
     return named

@@ -67,7 +67,7 @@ class FusedRetriever(BaseRetriever):
 
     def _named_documents(
         self, request: Request, rows: list[dict[str, Any]], spans: list[phrases.Span], periods: list[str]
-    ) -> Plan[list[tuple[str, float, str]]]:
+    ) -> Plan[list[documents.Named]]:
         """The documents the question names, from the name lookup's ``rows`` (``document_names.surql``)."""
         total = yield from self._documents_in_store()
         find = partial(documents.named_documents, request.query, rows, spans, periods, total, self.config)
@@ -84,7 +84,7 @@ class FusedRetriever(BaseRetriever):
         passing = yield from self._passing(request)
         pool = Pool(request, candidates, threshold=self.config.threshold, dense=self._dense, passing=passing)
         lexical = yield from self._lexical(request, question, totals, candidates, beside(totals))
-        pool.unread = [doc for doc, _, _ in lexical.named]
+        pool.unread = [named.doc for named in lexical.named]
         return totals, pool, lexical
 
     def _lexical(
@@ -193,11 +193,11 @@ class Question(NamedTuple):
 
 class Lexical(NamedTuple):
     """The channels read before the vector: the answers of the queries read beside them, the BM25
-    hits, and the documents the question names (document key, score, date: ``documents.scores``)."""
+    hits, and the documents the question names."""
 
     beside: list[Any]
     text: list[Hit]
-    named: list[tuple[str, float, str]]
+    named: list[documents.Named]
 
 
 def _best_overall(

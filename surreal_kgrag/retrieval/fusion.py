@@ -21,6 +21,10 @@ class Hit(BaseModel):
     channel: Channel
     concepts: list[ConceptMatch] = Field(default_factory=list)
     via: str | None = None
+    #: The share of its channel's weight the hit carries in the fusion: less than 1 for a document
+    #: the question names only in lower-case words (``documents.LOWERCASE``), which rank fusion would
+    #: otherwise weigh like a name.
+    weight: float = 1.0
 
     @classmethod
     def of(cls, row: Mapping[str, Any], channel: Channel) -> Hit:
@@ -68,39 +72,40 @@ def fuse_chunks(
 
 
 def _fused(
-    ranked: Mapping[str, list[tuple[str, float]]],
+    ranked: Mapping[str, list[tuple[str, float, float]]],
     weights: Mapping[Any, float],
     fusion: Literal["rrf", "weighted"],
     rrf_k: int,
 ) -> dict[str, float]:
     """Reciprocal rank fusion (sum of weight / (rrf_k + rank)) or the sum of weighted min-max
-    normalised scores, over per-channel lists of (key, score), best first."""
+    normalised scores, over per-channel lists of (key, score, the hit's share of the weight), best
+    first."""
     scores: dict[str, float] = defaultdict(float)
     for channel, best in ranked.items():
         weight = weights[channel]
         if fusion == "rrf":
-            for rank, (key, _) in enumerate(best):
-                scores[key] += weight / (rrf_k + rank + 1)
+            for rank, (key, _, share) in enumerate(best):
+                scores[key] += weight * share / (rrf_k + rank + 1)
         elif best:
             top, low = best[0][1], best[-1][1]
-            for key, score in best:
-                scores[key] += weight * ((score - low) / (top - low) if top > low else 1.0)
+            for key, score, share in best:
+                scores[key] += weight * share * ((score - low) / (top - low) if top > low else 1.0)
     return scores
 
 
-def best_per_document(hits: list[Hit]) -> list[tuple[str, float]]:
-    best: dict[str, float] = {}
+def best_per_document(hits: list[Hit]) -> list[tuple[str, float, float]]:
+    best: dict[str, Hit] = {}
     for hit in hits:  # sorted best first
-        best.setdefault(hit.doc, hit.score)
-    return list(best.items())
+        best.setdefault(hit.doc, hit)
+    return [(doc, hit.score, hit.weight) for doc, hit in best.items()]
 
 
-def _best_per_chunk(hits: list[Hit]) -> list[tuple[str, float]]:
-    best: dict[str, float] = {}
+def _best_per_chunk(hits: list[Hit]) -> list[tuple[str, float, float]]:
+    best: dict[str, Hit] = {}
     for hit in hits:  # sorted best first
         if hit.chunk:
-            best.setdefault(hit.chunk, hit.score)
-    return list(best.items())
+            best.setdefault(hit.chunk, hit)
+    return [(chunk, hit.score, hit.weight) for chunk, hit in best.items()]
 
 
 def top_chunks(hits: list[Hit], n: int, scores: Mapping[str, float]) -> list[str]:

@@ -121,7 +121,7 @@ class HybridRetriever(FusedRetriever):
 def _channel_hits(
     out: Mapping[str, Any],
     lexical: Mapping[str, list[Hit]],
-    named: list[tuple[str, float, str]],
+    named: list[documents.Named],
     passage_rows: list[dict[str, Any]],
     per_doc: int,
 ) -> dict[str, list[Hit]]:
