@@ -32,15 +32,15 @@ CORPORA = {
     "python-docs": (
         "python3.11-doc",
         "usr/share/doc/python3.11/html/library",
-        ["math", "random", "array", "struct", "copy", "glob", "fnmatch", "gzip", "calendar", "operator", "io",
-         "inspect", "codecs", "http.client", "xml.etree.elementtree", "email.message", "queue"],
+        "math random array struct copy glob fnmatch gzip calendar operator io inspect codecs http.client "
+        "xml.etree.elementtree email.message queue".split(),
     ),
     "git-docs": (
         "git-doc",
         "usr/share/doc/git-doc",
-        ["gittutorial", "gitworkflows", "gitglossary", "git-commit", "git-add", "git-init", "git-range-diff",
-         "git-request-pull", "git-filter-branch", "git-replace", "git-rev-parse", "git-send-email", "githooks",
-         "gitattributes", "gitignore", "git-ls-files", "git-update-index"],
+        "gittutorial gitworkflows gitglossary git-commit git-add git-init git-range-diff git-request-pull "
+        "git-filter-branch git-replace git-rev-parse git-send-email githooks gitattributes gitignore git-ls-files "
+        "git-update-index".split(),
     ),
 }
 
