@@ -109,6 +109,17 @@ def hydrated(store: SurrealStore, work: DocumentWork) -> int:
     return len(store.query("hydrate_results", params, filter=NO_FILTER)[-1]["chunks"])
 
 
+def nearest_shown(store: SurrealStore, key: str) -> list[int]:
+    """The chunk indexes of a document a chunk-mode search shows (search_chunks.surql), from a KNN
+    pool larger than the store."""
+    params = {
+        "embedding": [1.0] * 8, "threshold": -1.0, "limit": 100, "filtered": False,
+        "keep": 1000, "exact": False, "count_inside": False, "post": False,
+    }
+    out = store.query("search_chunks", params, candidates=1000, ef=1000, filter=NO_FILTER, document_filter=NO_FILTER)[-1]
+    return sorted(chunk["index"] for doc in out["documents"] if doc["id"].id == key for chunk in doc["chunks"])
+
+
 @pytest.fixture
 def store(tmp_path: Path):
     with SurrealStore(f"surrealkv://{tmp_path / 'kg'}") as s:
@@ -182,12 +193,12 @@ def test_readers_see_the_old_version_while_the_new_one_is_written_and_a_stop_rol
     def stop_after_two_slices() -> bool:
         stored = store.query_text("test: chunks", "RETURN count(SELECT id FROM chunk);")[-1]
         if stored >= 130 + 2 * GROUP:  # two slices of the new version are stored beside the old one
-            seen.append((chunks_shown(store, "long.txt"), hydrated(store, new), hydrated(store, old)))
+            seen.append((chunks_shown(store, "long.txt"), nearest_shown(store, "long.txt"), hydrated(store, new), hydrated(store, old)))
             return True
         return False
 
     summary = write(store, new, stop=stop_after_two_slices)
-    assert seen == [(list(range(130)), 0, 130)]  # old version whole, nothing of the new one
+    assert seen == [(list(range(130)), list(range(130)), 0, 130)]  # old version whole, nothing of the new one
     assert summary.added == summary.updated == 0 and summary.chunks == 0
     assert snapshot(store) == before and integrity(store) == {}
 
