@@ -12,7 +12,7 @@ from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore, 
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.ids import chunk_document_key
 from surreal_kgrag.retrieval.caches import LRU
-from surreal_kgrag.retrieval.fusion import Hit, fuse_chunks, top_chunks
+from surreal_kgrag.retrieval.fusion import Hit, fuse, fuse_chunks, top_chunks
 
 MODES = ["chunk", "concept", "hybrid", "graph"]
 VOLCANO = [
@@ -101,6 +101,25 @@ def test_a_document_shows_its_best_chunks_by_fused_score():
         {"vector": hits[:1], "text": hits[1:2], "document": hits[2:]}, {"vector": 1.0, "text": 1.0, "document": 16.0}, "rrf", 5
     )
     assert top_chunks(hits, 1, scores) == ["d::a::00007"]
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "weighted"])
+def test_a_hit_carries_its_share_of_its_channels_weight(fusion):
+    """A document the question names only in lower-case words (weight 0.1) counts a tenth of one it
+    names properly, in both fusions, on documents and on chunks alike: in weighted fusion, min-max
+    normalisation would otherwise give the channel's best a full 1 whatever its score."""
+    weights = {"document": 16.0, "graph": 8.0}
+    named = [Hit(doc="copy", chunk="copy::a::00001", score=0.3, channel="document", weight=0.1)]
+    walk = [
+        Hit(doc="shutil", chunk="shutil::a::00004", score=0.9, channel="graph"),
+        Hit(doc="time", chunk="time::a::00002", score=0.1, channel="graph"),
+    ]
+    ranked = [doc for doc, _ in fuse({"document": named, "graph": walk}, weights, fusion, 5)]
+    assert ranked.index("shutil") < ranked.index("copy")
+    chunks = fuse_chunks({"document": named, "graph": walk}, weights, fusion, 5)
+    assert chunks["shutil::a::00004"] > chunks["copy::a::00001"]
+    proper = [named[0].model_copy(update={"weight": 1.0})]
+    assert fuse({"document": proper, "graph": walk}, weights, fusion, 5)[0][0] == "copy"
 
 
 @pytest.mark.parametrize("mode", ["chunk", "concept"])
