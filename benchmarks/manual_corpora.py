@@ -20,11 +20,12 @@ among the pages copied.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+
+from surreal_kgrag.evaluate import load_queries
 
 HERE = Path(__file__).resolve().parent / "manuals"
 #: corpus -> (Debian package, folder of its HTML pages inside the package, the pages besides the gold ones)
@@ -45,10 +46,10 @@ CORPORA = {
 }
 
 
-def build(name: str, target: Path) -> int:
+def build(name: str, target: Path) -> None:
     package, folder, distractors = CORPORA[name]
     queries = HERE / f"{name}.queries.jsonl"
-    gold = {g for line in queries.read_text().splitlines() if line.strip() for g in json.loads(line)["gold_files"]}
+    gold = {page for query in load_queries(queries) for page in query.gold_files}
     pages = sorted(gold | {f"{stem}.html" for stem in distractors})
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(["apt-get", "download", package], cwd=tmp, check=True, capture_output=True)
@@ -61,7 +62,6 @@ def build(name: str, target: Path) -> int:
             shutil.copyfile(source / page, docs / page)
         print(f"{name}: {len(pages)} pages of {deb.name}")
     shutil.copyfile(queries, target / name / "queries.jsonl")
-    return len(pages)
 
 
 def main() -> None:
