@@ -1,11 +1,12 @@
-"""Two long-document corpora of another kind than the filings: reference manuals, from Debian's
+"""Three long-document corpora of another kind than the filings: reference manuals, from Debian's
 documentation packages, with questions written for them before any run (``benchmarks/manuals/``).
 
     .venv/bin/python benchmarks/manual_corpora.py /var/tmp/manuals
-    .venv/bin/python benchmarks/retrieval_benchmark.py /var/tmp/manuals/python-docs /var/tmp/manuals/git-docs
+    .venv/bin/python benchmarks/retrieval_benchmark.py /var/tmp/manuals/python-docs /var/tmp/manuals/git-docs /var/tmp/manuals/postgres-docs
 
 - ``python-docs``: 57 pages of the Python 3.11 library reference (``python3.11-doc``), 45 questions.
 - ``git-docs``: 57 pages of the Git manual (``git-doc``), 43 questions.
+- ``postgres-docs``: 57 pages of the PostgreSQL 15 manual (``postgresql-doc-15``), 45 questions.
 
 Each page is one long HTML document (sections, tables, code) named by its module or command, often
 a common word (``copy.html``, ``time.html``, ``git-show.html``), and the questions ask what a page
@@ -42,6 +43,13 @@ CORPORA = {
         "gittutorial gitworkflows gitglossary git-commit git-add git-init git-range-diff git-request-pull "
         "git-filter-branch git-replace git-rev-parse git-send-email githooks gitattributes gitignore git-ls-files "
         "git-update-index".split(),
+    ),
+    "postgres-docs": (
+        "postgresql-doc-15",
+        "usr/share/doc/postgresql-doc-15/html",
+        "hstore textsearch-intro functions-textsearch functions-aggregate arrays sql-reindex sql-vacuum sql-explain "
+        "sql-createpublication runtime-config-replication runtime-config-resource app-pgbasebackup queries-with "
+        "queries-table-expressions ddl-constraints".split(),
     ),
 }
 
