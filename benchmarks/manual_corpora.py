@@ -1,4 +1,4 @@
-"""Three long-document corpora of another kind than the filings: reference manuals, from Debian's
+"""Four long-document corpora of another kind than the filings: reference manuals, from Debian's
 documentation packages, with questions written for them before any run (``benchmarks/manuals/``).
 
     .venv/bin/python benchmarks/manual_corpora.py /var/tmp/manuals
@@ -7,6 +7,7 @@ documentation packages, with questions written for them before any run (``benchm
 - ``python-docs``: 57 pages of the Python 3.11 library reference (``python3.11-doc``), 45 questions.
 - ``git-docs``: 57 pages of the Git manual (``git-doc``), 43 questions.
 - ``postgres-docs``: 57 pages of the PostgreSQL 15 manual (``postgresql-doc-15``), 45 questions.
+- ``sqlite-docs``: 57 pages of the SQLite 3.40 documentation (``sqlite3-doc``), 45 questions.
 
 Each page is one long HTML document (sections, tables, code) named by its module or command, often
 a common word (``copy.html``, ``time.html``, ``git-show.html``), and the questions ask what a page
@@ -50,6 +51,12 @@ CORPORA = {
         "hstore textsearch-intro functions-textsearch functions-aggregate arrays sql-reindex sql-vacuum sql-explain "
         "sql-createpublication runtime-config-replication runtime-config-resource app-pgbasebackup queries-with "
         "queries-table-expressions ddl-constraints".split(),
+    ),
+    "sqlite-docs": (
+        "sqlite3-doc",
+        "usr/share/doc/sqlite3",
+        "lockingv3 queryplanner lang_insert faq quirks walformat fts3 compile lang_delete spellfix1 mmap limits sessionintro "
+        "flextypegood sharedcache np1queryprob".split(),
     ),
 }
 
