@@ -71,7 +71,7 @@ class CapturingRetriever(GraphRetriever):
 
     captured: Capture | None = None
 
-    def _names(self, spans: Any, rows: list[dict[str, Any]], chunk_total: int) -> dict[str, tuple[float, int]]:
+    def _names(self, spans: Any, rows: list[dict[str, Any]], chunk_total: int) -> dict[str, Any]:
         self._matched = (spans, rows)
         return super()._names(spans, rows, chunk_total)
 

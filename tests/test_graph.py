@@ -15,7 +15,8 @@ from surreal_kgrag.ingest.config import IngestConfig
 from surreal_kgrag.models import ChunkGraph, ConceptMention, LLMIngestStats, Relation, SourceDocument
 from surreal_kgrag.phrases import longest_matches, spans
 from surreal_kgrag.retrieval import Scope, make_retriever
-from surreal_kgrag.retrieval.graph import NAME_EDGES, RELATION_EDGES
+from surreal_kgrag.retrieval.graph import NAME_EDGES, RELATION_EDGES, GraphRetriever, QuestionConcept
+from surreal_kgrag.retrieval.walk import assemble
 from surreal_kgrag.schema import CHUNK_LIST_MAX, SCHEMA_VERSION, ensure_schema
 from surreal_kgrag.surql import NO_FILTER
 
@@ -654,3 +655,35 @@ def test_a_relation_read_from_a_hidden_document_does_not_lead_a_scoped_walk(mini
         meta = both.query("store_meta")[-1]
         both.query("store_meta_write", {"meta": {**meta, "schema_version": 6}})
         assert walked(both, access=["public"]) == public
+
+
+def _walk_order(quality, minilm):
+    """The documents the graph mode's walk ranks over a fixed subgraph: the two chunks of document
+    "answer" nearest to the question, which share "rmtree" with two chunks of other documents, and
+    four chunks of document "page" that mention "directory", the one name the question contains
+    (``quality``: how it matched)."""
+    out = {
+        "knn": [["answer::h::0", "answer", 0.82], ["answer::h::1", "answer", 0.61]],
+        "seeds": [["answer::h::0", ["rmtree"], [], []], ["answer::h::1", ["rmtree"], [], []]],
+        "counts": [
+            ["rmtree", 4, [["answer::h::0", False, False], ["answer::h::1", False, False], ["other::h::0", False, False], ["more::h::0", False, False]]],
+            ["directory", 4, [[f"page::h::{i}", False, False] for i in range(4)]],
+        ],
+        "named": [["directory", [[f"page::h::{i}", False, False] for i in range(4)]]],
+        "related_counts": [],
+    }
+    with SurrealStore("mem://") as store:
+        retriever = GraphRetriever(store, embedder=minilm)
+        request = SimpleNamespace(filter=NO_FILTER)
+        concepts = {"directory": QuestionConcept(weight=quality, n=4, quality=quality)}
+        hits = retriever._walk(request, assemble(out), out, concepts, 1000)
+    return list(dict.fromkeys(hit.doc for hit in hits))
+
+
+def test_a_question_naming_only_common_words_walks_from_its_nearest_chunks(minilm):
+    """The question's concepts seed the walk with their best match quality as their mass: "directory"
+    written in lower case (a tenth of a name) leaves the walk to the nearest chunks' document. Before,
+    the concepts' seeds were normalised to the dense seeds' mass whatever their quality, and four
+    chunks mentioning a common word outweighed the two nearest to the question."""
+    assert _walk_order(0.1, minilm)[0] == "answer"
+    assert _walk_order(1.0, minilm)[0] == "page"  # written as a name, it leads the walk to its page

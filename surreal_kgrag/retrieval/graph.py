@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -49,6 +49,16 @@ NAME_EDGES = 64
 #: How many of the LLM layer's relations (``RELATES_TO``) of each concept of the subgraph are read,
 #: each way (``graph_subgraph*.surql``, a literal LIMIT): a hub's relations grow with the store.
 RELATION_EDGES = 64
+
+
+class QuestionConcept(NamedTuple):
+    """A stored name the question contains: its weight as a seed of the walk (match quality x
+    rarity), the chunks that mention it, and the match quality alone (a name 1, a noun phrase
+    ``question_np``, either written all in lower case times ``question_lowercase``)."""
+
+    weight: float
+    n: int
+    quality: float
 
 
 class GraphRetriever(FusedRetriever):
@@ -89,7 +99,7 @@ class GraphRetriever(FusedRetriever):
         request: Request,
         sub: Subgraph,
         out: dict[str, Any],
-        names: dict[str, tuple[float, int]],
+        names: dict[str, QuestionConcept],
         chunk_total: int,
         text: list[Hit],
         named: list[Hit],
@@ -106,12 +116,12 @@ class GraphRetriever(FusedRetriever):
         ranking = self.fuse(channels)
         return ranking, channels
 
-    def _names(self, spans: list[phrases.Span], rows: list[dict[str, Any]], chunk_total: int) -> dict[str, tuple[float, int]]:
+    def _names(self, spans: list[phrases.Span], rows: list[dict[str, Any]], chunk_total: int) -> dict[str, QuestionConcept]:
         """The question's concepts from the stored names its spans matched (``graph_names.surql``)."""
         return question_concepts(spans, rows, chunk_total, self.config)
 
     def _subgraph(
-        self, request: Request, names: dict[str, tuple[float, int]], in_scope: dict[str, list[Any]], text: list[Hit], pool: Pool
+        self, request: Request, names: dict[str, QuestionConcept], in_scope: dict[str, list[Any]], text: list[Hit], pool: Pool
     ) -> Plan[Query]:
         """The query of the subgraph around the seeds, from the adjacency lists (from the edges, each
         checked against the scope, on a store written before them or for a record user); with the
@@ -121,7 +131,7 @@ class GraphRetriever(FusedRetriever):
         # Read from the edges on stores written before the lists, and for a record user, whom the
         # lists' permissions hide (surql/tenancy.surql).
         lists = (yield from self._schema_since(ADJACENCY_LISTS_SINCE)) and not request.scope.record_user
-        named = [name for name, (_, n) in names.items() if n <= config.max_df]
+        named = [name for name, concept in names.items() if concept.n <= config.max_df]
         params: dict[str, Any] = {
             "embedding": request.vector,
             "threshold": config.threshold,
@@ -181,7 +191,7 @@ class GraphRetriever(FusedRetriever):
         }
 
     def _walk(
-        self, request: Request, sub: Subgraph, out: dict[str, Any], names: dict[str, tuple[float, int]], chunk_total: int
+        self, request: Request, sub: Subgraph, out: dict[str, Any], names: dict[str, QuestionConcept], chunk_total: int
     ) -> list[Hit]:
         """The walk's chunk hits: documents by summed visit probability, each document's chunks best first."""
         config = self.config
@@ -192,9 +202,9 @@ class GraphRetriever(FusedRetriever):
             pos = sub.concept_pos.get(concept)
             if pos is not None:
                 counts[pos] = n
-        for name, (_, n) in names.items():
+        for name, concept in names.items():
             if name in sub.concept_pos:
-                counts[sub.concept_pos[name]] = n
+                counts[sub.concept_pos[name]] = concept.n
         if request.filter.condition:  # a concept whose edges were all read counts only those in scope
             scoped = np.bincount(sub.edge_concept, minlength=len(sub.concepts))
             read_all = counts <= config.max_df
@@ -204,16 +214,22 @@ class GraphRetriever(FusedRetriever):
                 read_all &= named
             counts = np.where(read_all, np.minimum(counts, scoped), counts)
         rarity = idf(np.maximum(counts, 1), chunk_total)
-        concept_reset = {sub.concept_pos[name]: w for name, (w, _) in names.items() if name in sub.concept_pos}
+        seeds = {sub.concept_pos[name]: concept for name, concept in names.items() if name in sub.concept_pos}
         chunk_reset: dict[int, float] = {}
         if config.dense_seeds and config.dense_reset > 0 and out["knn"]:
             weights = dense_reset([score for _, _, score in out["knn"]], config.dense_temperature)
             for (chunk, _, _), weight in zip(out["knn"], weights):
                 pos = sub.chunk_pos[chunk]
                 chunk_reset[pos] = chunk_reset.get(pos, 0.0) + config.dense_reset * float(weight)
-        if concept_reset:  # both kinds of seeds carry their own total mass
-            total = sum(concept_reset.values())
-            concept_reset = {pos: w / total for pos, w in concept_reset.items()}
+        concept_reset: dict[int, float] = {}
+        total = sum(concept.weight for concept in seeds.values())
+        if total > 0:
+            # The question's concepts carry their best match quality as their total mass (the dense
+            # seeds carry dense_reset): a question that names nothing, only common words in lower
+            # case, walks mostly from its nearest chunks. Normalised to one, the lower-case factor
+            # cancelled out whenever every concept of the question had it.
+            mass = max(concept.quality for concept in seeds.values())
+            concept_reset = {pos: mass * concept.weight / total for pos, concept in seeds.items()}
         settings = WalkSettings(
             damping=config.damping,
             iterations=config.iterations,
@@ -262,7 +278,7 @@ def names_query(request: Request, spans: list[phrases.Span], max_df: int) -> Que
 
 def question_concepts(
     spans: list[phrases.Span], rows: list[dict[str, Any]], chunk_total: int, config: GraphConfig
-) -> dict[str, tuple[float, int]]:
+) -> dict[str, QuestionConcept]:
     """The stored names the question contains (longest, non-overlapping; titles before entities
     before noun phrases), each with its weight (match quality x rarity) and chunk count."""
     found = {str(row["id"].id): row for row in rows if row.get("n")}
@@ -273,7 +289,7 @@ def question_concepts(
             return None
         return 0 if row.get("titled") else 2 if row.get("kind") == NOUN_PHRASE else 1
 
-    out: dict[str, tuple[float, int]] = {}
+    out: dict[str, QuestionConcept] = {}
     for span in phrases.longest_matches(spans, tier):
         row = found[span.name]
         quality = config.question_np if row.get("kind") == NOUN_PHRASE and not row.get("titled") else 1.0
@@ -281,12 +297,12 @@ def question_concepts(
             quality *= config.question_lowercase
         n = int(row["n"])
         weight = quality * float(idf(np.array([n]), chunk_total)[0]) ** config.question_rarity
-        if weight > out.get(span.name, (0.0, n))[0]:
-            out[span.name] = (weight, n)
+        if span.name not in out or weight > out[span.name].weight:
+            out[span.name] = QuestionConcept(weight, n, quality)
     return out
 
 
-def _ranked_hits(sub: Subgraph, scores: np.ndarray, names: dict[str, tuple[float, int]]) -> list[Hit]:
+def _ranked_hits(sub: Subgraph, scores: np.ndarray, names: dict[str, QuestionConcept]) -> list[Hit]:
     doc_score: dict[str, float] = defaultdict(float)
     for pos, score in enumerate(scores):
         if score > 0:
@@ -302,6 +318,6 @@ def _ranked_hits(sub: Subgraph, scores: np.ndarray, names: dict[str, tuple[float
     for doc in sorted(doc_score, key=lambda d: -doc_score[d]):
         for pos in by_doc[doc]:
             led = [sub.concepts[k] for k in concepts_of[pos] if sub.concepts[k] in names]
-            matches = [ConceptMatch(id=name, name=name, score=names[name][0]) for name in led]
+            matches = [ConceptMatch(id=name, name=name, score=names[name].weight) for name in led]
             hits.append(Hit(doc=doc, chunk=sub.chunks[pos], score=float(scores[pos]), channel="graph", concepts=matches))
     return hits
