@@ -114,12 +114,11 @@ def search(store: SurrealStore, config: GraphConfig, queries: list[EvalQuery], v
     return captures, ranked
 
 
-def score(ranked: list[list[str]], queries: list[EvalQuery], sources: dict[str, str]) -> tuple[float, float]:
-    """Recall@2 and @5 in %, a document labelled by its key or, for a ``gold_files`` folder, its file name."""
+def score(ranked: list[list[str]], queries: list[EvalQuery], sources: dict[str, str]) -> tuple[float, float, float]:
+    """Recall@1, @2 and @5 in %, a document labelled by its key or, for a ``gold_files`` folder, its file name."""
     labels = [[document_label(key, sources.get(key, ""), q.by_file) for key in ids] for ids, q in zip(ranked, queries)]
-    r2 = np.mean([recall_at(ids, q.gold, 2) for ids, q in zip(labels, queries)])
-    r5 = np.mean([recall_at(ids, q.gold, 5) for ids, q in zip(labels, queries)])
-    return round(100 * float(r2), 1), round(100 * float(r5), 1)
+    r1, r2, r5 = (round(100 * float(np.mean([recall_at(ids, q.gold, k) for ids, q in zip(labels, queries)])), 1) for k in (1, 2, 5))
+    return r1, r2, r5
 
 
 def parse_value(text: str) -> Any:
@@ -161,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = variants(args.vary, args.grid)
     if args.grid and any(not set(settings) <= REPLAYED for _, settings in runs):
         parser.error(f"--grid takes replayed settings only ({', '.join(sorted(REPLAYED))})")
-    table: dict[str, dict[str, tuple[float, float]]] = {}
+    table: dict[str, dict[str, tuple[float, float, float]]] = {}
     for folder in args.folders:
         queries = load_queries(folder / "queries.jsonl")[: args.limit]
         vectors = EMBEDDER.embed_documents([q.question for q in queries])
@@ -186,16 +185,16 @@ def main(argv: list[str] | None = None) -> int:
     labels = list(next(iter(table.values())))
     if args.top:
         first, *rest = labels
-        rest.sort(key=lambda label: -sum(table[n][label][1] for n in names))
+        rest.sort(key=lambda label: -sum(table[n][label][2] for n in names))
         labels = [first, *rest[: args.top]]
         for n in names:  # tune on one folder, confirm on the others
-            best = max(rest, key=lambda label: table[n][label][1])
-            others = ", ".join(f"{m} {table[m][best][1]}" for m in names if m != n)
-            print(f"best recall@5 on {n} alone: {best} -> {n} {table[n][best][1]}; {others}")
-    print("| setting | " + " | ".join(f"{n} R@2 / R@5" for n in names) + " |")
+            best = max(rest, key=lambda label: table[n][label][2])
+            others = ", ".join(f"{m} {table[m][best][2]}" for m in names if m != n)
+            print(f"best recall@5 on {n} alone: {best} -> {n} {table[n][best][2]}; {others}")
+    print("| setting | " + " | ".join(f"{n} R@1 / R@2 / R@5" for n in names) + " |")
     print("|---|" + "---|" * len(names))
     for label in labels:
-        cells = [f"{table[n][label][0]} / {table[n][label][1]}" for n in names]
+        cells = [" / ".join(str(r) for r in table[n][label]) for n in names]
         print(f"| {label} | " + " | ".join(cells) + " |")
     return 0
 

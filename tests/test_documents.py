@@ -15,7 +15,7 @@ from surreal_kgrag.errors import QueryExecutionError
 from surreal_kgrag.identity import asks_latest, document_date, document_names, periods
 from surreal_kgrag.models import ConceptMention
 from surreal_kgrag.retrieval import make_retriever
-from surreal_kgrag.retrieval.documents import Named, hits, question_names, scores
+from surreal_kgrag.retrieval.documents import Named, hits, lowercase_factor, question_names, scores
 from surreal_kgrag.schema import SCHEMA_VERSION, ensure_schema
 
 COMPANIES = {
@@ -104,9 +104,12 @@ def test_a_name_in_more_documents_than_the_last_count_still_weighs_for_them():
     ranked = scores(rows, spans, periods, total=4, per_name=64, latest=False)
     assert ranked[0].doc == "z3"
     assert len(ranked) == 9 and all(named.score > 0 and named.quality == 1.0 for named in ranked)
-    # The same name written in lower case ("zenith robotics") names them a tenth as surely.
-    spans, periods = question_names("what did zenith robotics report?")
-    assert {named.quality for named in scores(rows, spans, periods, total=4, per_name=64, latest=False)} == {0.1}
+    # The same name in a question written all in lower case names them a tenth as surely; in one
+    # that capitalises anything, a lower-case word is not a name, and it names none of them.
+    for question, named in [("what did zenith robotics report?", {0.1}), ("What did zenith robotics report?", set())]:
+        spans, periods = question_names(question)
+        lowercase = lowercase_factor(question)
+        assert {n.quality for n in scores(rows, spans, periods, total=4, per_name=64, latest=False, lowercase=lowercase)} == named
 
 
 @pytest.mark.parametrize("mode", FUSED_MODES)

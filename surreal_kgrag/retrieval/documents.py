@@ -8,10 +8,12 @@ then a range read for each name some document carries). Each matched name weighs
 documents (a name every document carries weighs nothing; one ``per_name`` or more documents carry
 is a hub and skipped), and a document scores the sum over the names it carries, whatever its
 length. A question asking for the latest document puts the newest of equally named documents first.
-A name the question writes all in lower case is far more often a common word ("how do I *copy* a
-tree", "which *function*") than a name: it weighs ``LOWERCASE`` times a name, and a document it alone
-names carries that share of the channel's weight in the fusion, which ranks by position and would
-otherwise put it level with a document the question names properly.
+A name the question writes all in lower case is a common word ("how do I *copy* a tree", "which
+*function*") when the question writes anything with a capital: its writer capitalises names, so the
+word names nothing. In a question written all in lower case any word may be a name: one weighs
+``LOWERCASE`` times a name, and a document it alone names carries that share of the channel's weight
+in the fusion, which ranks by position and would otherwise put it level with a document named
+properly.
 
 The channel ranks documents of ``document_min_chunks`` chunks or more: a passage shorter than that
 is its own identity already (its chunks are embedded and full-text indexed under its title, and its
@@ -41,15 +43,23 @@ from ..db.sdk import RecordID
 from .fusion import Hit
 from .plan import Query
 
-#: Weight factor of a name the question writes all in lower case ("which band"): a common word, far
-#: more often than a name (the graph mode's ``question_lowercase``).
+#: Weight factor of a name a question written all in lower case contains ("what did apple report"):
+#: a common word far more often than a name (the graph mode's ``question_lowercase``).
 LOWERCASE = 0.1
+
+
+def lowercase_factor(query: str) -> float:
+    """What a name the question writes in lower case weighs beside one it capitalises: nothing when
+    the question has a capital letter anywhere (its writer capitalises names), ``LOWERCASE`` when it
+    has none. On the reference-manual sets a lower-case word named a page only wrongly ("lock",
+    "integer", "insert"); on the other sets it named none that mattered."""
+    return LOWERCASE if not any(ch.isupper() for ch in query) else 0.0
 
 
 class Named(NamedTuple):
     """A document the question names: its key, the summed rarity of its names, its date (for
     ``latest``), and how surely the question names it: 1 through a name it writes as one (capitalised)
-    or a period, ``LOWERCASE`` through lower-case words alone."""
+    or a period, ``lowercase`` (:func:`scores`) through lower-case words alone."""
 
     doc: str
     score: float
@@ -78,14 +88,17 @@ def scores(
     per_name: int,
     latest: bool,
     min_chunks: int = 1,
+    lowercase: float = LOWERCASE,
 ) -> list[Named]:
     """Named documents of at least ``min_chunks`` chunks, best first: the summed rarity of the names
-    each carries, the question's n-grams taken longest first without overlap; with ``latest``,
-    equally named documents newest first."""
+    each carries (``lowercase`` times it for a name written in lower case: :func:`lowercase_factor`),
+    the question's n-grams taken longest first without overlap; with ``latest``, equally named
+    documents newest first."""
     found = {row["name"]: row for row in rows if 0 < int(row["n"]) < per_name and row["docs"]}
     quality: dict[str, float] = {p: 1.0 for p in periods if p in found}
     for span in phrases.longest_matches(spans, lambda name: 0 if name in found else None):
-        quality[span.name] = max(quality.get(span.name, 0.0), 1.0 if span.capitalised else LOWERCASE)
+        quality[span.name] = max(quality.get(span.name, 0.0), 1.0 if span.capitalised else lowercase)
+    quality = {name: factor for name, factor in quality.items() if factor > 0}
     score: dict[str, float] = defaultdict(float)
     surest: dict[str, float] = defaultdict(float)
     dates: dict[str, str] = {}
@@ -136,7 +149,9 @@ def named_documents(
 ) -> list[Named]:
     """The named documents the channel keeps: within ``document_share`` of the best, at most ``document_pool``."""
     latest = identity.asks_latest(query)
-    named = scores(rows, spans, periods, total, config.document_per_name, latest, config.document_min_chunks)
+    named = scores(
+        rows, spans, periods, total, config.document_per_name, latest, config.document_min_chunks, lowercase_factor(query)
+    )
     if named:
         least = config.document_share * named[0].score
         named = [item for item in named if item.score >= least][: config.document_pool]
