@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/retrieval_benchmark.py ../shared/bench/hotpotqa ../shared/bench/sec10q \\
         [--docs DIR --queries FILE] [--store-dir /tmp/kg-bench] [--modes chunk,concept,hybrid,graph] [--limit 200] \\
-        [--embedding-process] [--json]
+        [--embedding-process] [--lowercase] [--json]
 
 A folder is either format of ``surreal_kgrag.evaluate``: ``corpus.jsonl`` with queries naming
 ``gold_ids``, or files (``docs/``, or beside ``queries.jsonl``) with queries naming ``gold_files``;
@@ -21,7 +21,8 @@ reciprocal rank fusion of the hybrid channels in Python against SurrealDB's ``se
 With ``--embedding-process`` the modes that run queries beside the question's embedding (concept,
 hybrid, graph) answer every query again with the model in a child process
 (``surreal_kgrag.embed.in_own_process``), as rows ``<mode>+child``; the floor stays the embedding
-in this process.
+in this process. ``--lowercase`` asks every question written all in lower case: a question without
+a capital carries no case, so the modes cannot tell its names from its common words.
 Nothing here depends on a dataset's name.
 """
 
@@ -163,12 +164,18 @@ def main() -> int:
         "--embedding-process", action="store_true",
         help="also run concept, hybrid and graph with the questions embedded by a child process (rows <mode>+child)",
     )
+    parser.add_argument(
+        "--lowercase", action="store_true",
+        help="every question written all in lower case, as typed into a chat box (the same gold documents)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
     args = parser.parse_args()
 
     report: dict[str, Any] = {}
     for name, bench in benchmark_sets(args):
         queries = bench.queries[: args.limit]
+        if args.lowercase:
+            queries = [query.model_copy(update={"question": query.question.lower()}) for query in queries]
         store_path = args.store_dir / Path(name).resolve().name
         with SurrealStore(f"surrealkv://{store_path}") as store:
             ingestor = Ingestor(store)
