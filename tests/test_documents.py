@@ -201,8 +201,11 @@ def test_hostile_names_are_stored_and_matched_as_data(minilm, spacy_extractor):
         ingestor = Ingestor(s, embedder=minilm, extractor=spacy_extractor)
         ingestor.ingest([SourceDocument(key="h", text=report("QRTZ", "2023 Q2"), title=title, source="/x/h.txt")])
         ingestor.ingest([SourceDocument(key="z", text=report("ZNTH", "2023 Q2"), title="2023 Q2 ZNTH", source="/x/z.txt")])
+        # The title is stored as the document's name, verbatim once normalised, and looked up as data.
+        hostile = "q2 2023 ]..[ '; delete document; -- report"
+        assert _by_name(_lookup(s, [hostile, "2023 q2"])) == {hostile: (1, ["h"]), "2023 q2": (2, ["h", "z"])}
         result = make_retriever("graph", s).search(title, k=2)
-        assert result.documents[0].id == "h"
+        assert {doc.id for doc in result.documents} == {"h", "z"}  # both named by the period; no clause ran
         assert s.query("stats")[0]["documents"] == 2
 
 

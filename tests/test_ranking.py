@@ -12,6 +12,8 @@ from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore, 
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.ids import chunk_document_key
 from surreal_kgrag.retrieval.caches import LRU
+from surreal_kgrag.retrieval.documents import Named, with_places
+from surreal_kgrag.retrieval.documents import hits as documents_hits
 from surreal_kgrag.retrieval.fusion import Hit, fuse, fuse_chunks, top_chunks
 
 MODES = ["chunk", "concept", "hybrid", "graph"]
@@ -120,6 +122,28 @@ def test_a_hit_carries_its_share_of_its_channels_weight(fusion):
     assert chunks["shutil::a::00004"] > chunks["copy::a::00001"]
     proper = [named[0].model_copy(update={"weight": 1.0})]
     assert fuse({"document": proper, "graph": walk}, weights, fusion, 5)[0][0] == "copy"
+
+
+def test_documents_a_channel_names_equally_share_their_place_in_rank_fusion():
+    """Eight pages carrying one name ("wal") are named equally, in the order the store listed them: each
+    takes the mean of places 1-8 in the document channel, so the walk orders them. By position, the
+    first listed outweighed the walk's first by the channel's weight alone."""
+    names = [f"page{i}" for i in range(8)]
+    named = [Named(doc, 1.9, "", 1.0) for doc in names]
+    placed = with_places(named, latest=False)
+    assert {item.place for item in placed} == {4.5}
+    hits = documents_hits(placed, [{"doc": RecordID("document", d), "chunk": RecordID("chunk", f"{d}::a::00000"), "score": 0.5} for d in names], 1)
+    walk = [Hit(doc="page5", chunk="page5::a::00003", score=0.9, channel="graph"), Hit(doc="page0", chunk="page0::a::00001", score=0.2, channel="graph")]
+    weights = {"document": 16.0, "graph": 8.0}
+    assert fuse({"document": hits, "graph": walk}, weights, "rrf", 5)[0][0] == "page5"
+    unplaced = [hit.model_copy(update={"place": None}) for hit in hits]
+    assert fuse({"document": unplaced, "graph": walk}, weights, "rrf", 5)[0][0] == "page0"  # the old ranking
+    # For a question asking for the latest, equally named documents of different dates keep places
+    # of their own (scores() put the newest first).
+    dated = [Named(doc, 1.9, f"2023-0{i + 1}-01", 1.0) for i, doc in enumerate(reversed(names))]
+    assert [item.place for item in with_places(dated, latest=True)] == [1, 2, 3, 4, 5, 6, 7, 8]
+    # Better named documents keep places of their own.
+    assert [item.place for item in with_places([Named("a", 3.0, "", 1.0), *named[:2]], latest=False)] == [1, 2.5, 2.5]
 
 
 @pytest.mark.parametrize("mode", ["chunk", "concept"])

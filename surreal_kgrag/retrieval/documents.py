@@ -58,13 +58,15 @@ def lowercase_factor(query: str) -> float:
 
 class Named(NamedTuple):
     """A document the question names: its key, the summed rarity of its names, its date (for
-    ``latest``), and how surely the question names it: 1 through a name it writes as one (capitalised)
-    or a period, ``lowercase`` (:func:`scores`) through lower-case words alone."""
+    ``latest``), how surely the question names it (1 through a name it writes as one, capitalised, or
+    a period; ``lowercase``, :func:`scores`, through lower-case words alone), and its place in the
+    channel (1 = first; see :func:`with_places`)."""
 
     doc: str
     score: float
     date: str
     quality: float
+    place: float = 0.0
 
 
 def question_names(query: str) -> tuple[list[phrases.Span], list[str]]:
@@ -133,14 +135,14 @@ def hits(named: list[Named], passage_rows: list[dict[str, Any]], per_doc: int) -
     """The channel's hits: documents in ``named`` order, each with its ``per_doc`` best passages,
     best first, equal ones (a passage repeated in a document) in chunk order (a document whose
     chunks are all outside the scope drops out); each carries its document's ``quality`` as its
-    share of the channel's weight."""
+    share of the channel's weight and its document's place (:func:`with_places`)."""
     by_doc: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in passage_rows:
         by_doc[str(row["doc"].id)].append(row)
     out = []
-    for doc, score, _, quality in named:
+    for doc, score, _, quality, place in named:
         for row in sorted(by_doc.get(doc, []), key=lambda r: (-float(r["score"]), str(r["chunk"].id)))[:per_doc]:
-            out.append(Hit(doc=doc, chunk=str(row["chunk"].id), score=score, channel="document", weight=quality))
+            out.append(Hit(doc=doc, chunk=str(row["chunk"].id), score=score, channel="document", weight=quality, place=place or None))
     return out
 
 
@@ -155,4 +157,22 @@ def named_documents(
     if named:
         least = config.document_share * named[0].score
         named = [item for item in named if item.score >= least][: config.document_pool]
-    return named
+    return with_places(named, latest)
+
+
+def with_places(named: list[Named], latest: bool) -> list[Named]:
+    """``named`` (best first) with their places in the channel: documents named equally share the
+    mean of their places, since nothing orders them (a name eight manual pages carry, `WAL`, named
+    them in the order the store listed them, and rank fusion gave the first of them a far larger
+    share than the eighth); for a question asking for the latest, the newest comes first."""
+    out: list[Named] = []
+    start = 0
+    while start < len(named):
+        first = named[start]
+        end = start + 1
+        while end < len(named) and round(named[end].score, 9) == round(first.score, 9) and (not latest or named[end].date == first.date):
+            end += 1
+        place = (start + 1 + end) / 2  # the mean of places start + 1 .. end
+        out.extend(item._replace(place=place) for item in named[start:end])
+        start = end
+    return out

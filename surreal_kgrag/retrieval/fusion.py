@@ -25,6 +25,10 @@ class Hit(BaseModel):
     #: the question names only in lower-case words (``documents.LOWERCASE``), which rank fusion would
     #: otherwise weigh like a name.
     weight: float = 1.0
+    #: Its document's place in its channel (1 = first), when the channel ranks documents with ties
+    #: (the document channel: equally named documents share the mean of their places); else its
+    #: document's position in the channel's order.
+    place: float | None = None
 
     @classmethod
     def of(cls, row: Mapping[str, Any], channel: Channel) -> Hit:
@@ -72,40 +76,41 @@ def fuse_chunks(
 
 
 def _fused(
-    ranked: Mapping[str, list[tuple[str, float, float]]],
+    ranked: Mapping[str, list[tuple[str, float, float, float | None]]],
     weights: Mapping[Any, float],
     fusion: Literal["rrf", "weighted"],
     rrf_k: int,
 ) -> dict[str, float]:
     """Reciprocal rank fusion (sum of weight / (rrf_k + rank)) or the sum of weighted min-max
-    normalised scores, over per-channel lists of (key, score, the hit's share of the weight), best
-    first."""
+    normalised scores, over per-channel lists of (key, score, the hit's share of the weight, its
+    place when the channel gives one, else its position), best first."""
     scores: dict[str, float] = defaultdict(float)
     for channel, best in ranked.items():
         weight = weights[channel]
         if fusion == "rrf":
-            for rank, (key, _, share) in enumerate(best):
-                scores[key] += weight * share / (rrf_k + rank + 1)
+            for position, (key, _, share, place) in enumerate(best, start=1):
+                scores[key] += weight * share / (rrf_k + (place or position))
         elif best:
             top, low = best[0][1], best[-1][1]
-            for key, score, share in best:
+            for key, score, share, _ in best:
                 scores[key] += weight * share * ((score - low) / (top - low) if top > low else 1.0)
     return scores
 
 
-def best_per_document(hits: list[Hit]) -> list[tuple[str, float, float]]:
+def best_per_document(hits: list[Hit]) -> list[tuple[str, float, float, float | None]]:
     best: dict[str, Hit] = {}
     for hit in hits:  # sorted best first
         best.setdefault(hit.doc, hit)
-    return [(doc, hit.score, hit.weight) for doc, hit in best.items()]
+    return [(doc, hit.score, hit.weight, hit.place) for doc, hit in best.items()]
 
 
-def _best_per_chunk(hits: list[Hit]) -> list[tuple[str, float, float]]:
+def _best_per_chunk(hits: list[Hit]) -> list[tuple[str, float, float, float | None]]:
+    """A chunk's rank is its own position: a document's place is not its chunks'."""
     best: dict[str, Hit] = {}
     for hit in hits:  # sorted best first
         if hit.chunk:
             best.setdefault(hit.chunk, hit)
-    return [(chunk, hit.score, hit.weight) for chunk, hit in best.items()]
+    return [(chunk, hit.score, hit.weight, None) for chunk, hit in best.items()]
 
 
 def top_chunks(hits: list[Hit], n: int, scores: Mapping[str, float]) -> list[str]:
