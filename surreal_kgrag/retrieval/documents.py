@@ -7,7 +7,9 @@ document; here the question's n-grams and periods are looked up among them
 then a range read for each name some document carries). Each matched name weighs its rarity over
 documents (a name every document carries weighs nothing; one ``per_name`` or more documents carry
 is a hub and skipped), and a document scores the sum over the names it carries, whatever its
-length. A question asking for the latest document puts the newest of equally named documents first.
+length. Documents named equally share the mean of their places in the channel (rank fusion reads
+places, and nothing orders them), but a question asking for the latest document puts the newest of
+equally named documents first.
 A name the question writes all in lower case is a common word ("how do I *copy* a tree", "which
 *function*") when the question writes anything with a capital: its writer capitalises names, so the
 word names nothing. In a question written all in lower case any word may be a name: one weighs
@@ -66,7 +68,7 @@ class Named(NamedTuple):
     score: float
     date: str
     quality: float
-    place: float = 0.0
+    place: float | None = None
 
 
 def question_names(query: str) -> tuple[list[phrases.Span], list[str]]:
@@ -142,7 +144,7 @@ def hits(named: list[Named], passage_rows: list[dict[str, Any]], per_doc: int) -
     out = []
     for doc, score, _, quality, place in named:
         for row in sorted(by_doc.get(doc, []), key=lambda r: (-float(r["score"]), str(r["chunk"].id)))[:per_doc]:
-            out.append(Hit(doc=doc, chunk=str(row["chunk"].id), score=score, channel="document", weight=quality, place=place or None))
+            out.append(Hit(doc=doc, chunk=str(row["chunk"].id), score=score, channel="document", weight=quality, place=place))
     return out
 
 
@@ -164,13 +166,17 @@ def with_places(named: list[Named], latest: bool) -> list[Named]:
     """``named`` (best first) with their places in the channel: documents named equally share the
     mean of their places, since nothing orders them (a name eight manual pages carry, `WAL`, named
     them in the order the store listed them, and rank fusion gave the first of them a far larger
-    share than the eighth); for a question asking for the latest, the newest comes first."""
+    share than the eighth). For a question asking for the latest, documents of different dates keep
+    places of their own: :func:`scores` put the newest first."""
+
+    def tie(item: Named) -> tuple[float, str]:
+        return round(item.score, 9), item.date if latest else ""
+
     out: list[Named] = []
     start = 0
     while start < len(named):
-        first = named[start]
         end = start + 1
-        while end < len(named) and round(named[end].score, 9) == round(first.score, 9) and (not latest or named[end].date == first.date):
+        while end < len(named) and tie(named[end]) == tie(named[start]):
             end += 1
         place = (start + 1 + end) / 2  # the mean of places start + 1 .. end
         out.extend(item._replace(place=place) for item in named[start:end])
