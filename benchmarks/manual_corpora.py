@@ -2,17 +2,20 @@
 documentation packages, with questions written for them before any run (``benchmarks/manuals/``).
 
     .venv/bin/python benchmarks/manual_corpora.py /var/tmp/manuals
-    .venv/bin/python benchmarks/retrieval_benchmark.py /var/tmp/manuals/python-docs /var/tmp/manuals/git-docs /var/tmp/manuals/postgres-docs
+    .venv/bin/python benchmarks/retrieval_benchmark.py /var/tmp/manuals/*-docs
 
 - ``python-docs``: 57 pages of the Python 3.11 library reference (``python3.11-doc``), 45 questions.
 - ``git-docs``: 57 pages of the Git manual (``git-doc``), 43 questions.
 - ``postgres-docs``: 57 pages of the PostgreSQL 15 manual (``postgresql-doc-15``), 45 questions.
 - ``sqlite-docs``: 57 pages of the SQLite 3.40 documentation (``sqlite3-doc``), 45 questions.
 
-Each page is one long HTML document (sections, tables, code) named by its module or command, often
-a common word (``copy.html``, ``time.html``, ``git-show.html``), and the questions ask what a page
+Each page is one long HTML document (sections, tables, code) named by its module, command or topic,
+often a common word (``copy.html``, ``time.html``, ``git-show.html``); the PostgreSQL and SQLite
+pages share acronyms and keywords (``WAL``, ``JSON``, ``INSERT``). The questions ask what a page
 explains without always naming it: the documents they name in lower case are usually words, not
-names. 40 questions of each set have one gold page, the rest two (type ``two``).
+names. 40 questions of each set have one gold page, the rest two (type ``two``). The Python and Git
+sets were written in one release, the PostgreSQL and SQLite sets in the next by a helper that ran
+nothing.
 
 The pages come from ``apt-get download`` of the package (Debian's registry; the version of the day,
 printed). The questions name the pages that answer them as their ``gold_files``; every gold page is
