@@ -30,24 +30,12 @@ from surreal_kgrag.embed import resolve_embedder
 from surreal_kgrag.evaluate import EvalQuery, document_label, load_queries, recall_at
 from surreal_kgrag.retrieval.config import ConceptConfig, GraphConfig
 from surreal_kgrag.retrieval.fusion import Hit
-from surreal_kgrag.retrieval.graph import GraphRetriever, question_concepts
+from surreal_kgrag.retrieval.graph import GraphRetriever, QuestionConcept, question_concepts
 
 #: Settings replayed on a captured subgraph: they change neither the seeds nor the subgraph.
 REPLAYED = {
-    "damping",
-    "iterations",
-    "own_share",
-    "np_weight",
-    "gamma",
-    "relation_share",
-    "dense_reset",
-    "dense_temperature",
-    "question_np",
-    "question_lowercase",
-    "question_rarity",
-    "weights",
-    "rrf_k",
-    "fusion",
+    "damping", "iterations", "own_share", "np_weight", "gamma", "relation_share", "dense_reset",
+    "dense_temperature", "question_np", "question_lowercase", "question_rarity", "weights", "rrf_k", "fusion",
 }
 
 
@@ -71,7 +59,7 @@ class CapturingRetriever(GraphRetriever):
 
     captured: Capture | None = None
 
-    def _names(self, spans: Any, rows: list[dict[str, Any]], chunk_total: int) -> dict[str, Any]:
+    def _names(self, spans: Any, rows: list[dict[str, Any]], chunk_total: int) -> dict[str, QuestionConcept]:
         self._matched = (spans, rows)
         return super()._names(spans, rows, chunk_total)
 
@@ -102,7 +90,9 @@ def replay(capture: Capture, retriever: GraphRetriever) -> list[str]:
     return [doc for doc, _ in ranking]
 
 
-def search(store: SurrealStore, config: GraphConfig, queries: list[EvalQuery], vectors: Any) -> tuple[list[Capture], list[list[str]]]:
+def search(
+    store: SurrealStore, config: GraphConfig, queries: list[EvalQuery], vectors: Any
+) -> tuple[list[Capture], list[list[str]]]:
     """Each query searched for real under ``config``: its capture and its top 5 documents."""
     retriever = CapturingRetriever(store, embedder=EMBEDDER, config=config)
     captures, ranked = [], []

@@ -280,7 +280,7 @@ def question_concepts(
     spans: list[phrases.Span], rows: list[dict[str, Any]], chunk_total: int, config: GraphConfig
 ) -> dict[str, QuestionConcept]:
     """The stored names the question contains (longest, non-overlapping; titles before entities
-    before noun phrases), each with its weight (match quality x rarity) and chunk count."""
+    before noun phrases), each with its weight (match quality x rarity), chunk count and match quality."""
     found = {str(row["id"].id): row for row in rows if row.get("n")}
 
     def tier(name: str) -> int | None:
