@@ -423,6 +423,37 @@ def test_a_key_met_again_in_a_later_batch_of_one_run(store, minilm, spacy_extrac
         assert store.query("check_integrity")[-1] == reference.query("check_integrity")[-1]
 
 
+def test_a_copy_of_a_document_whose_write_failed_fails_with_it(store, minilm, spacy_extractor, monkeypatch):
+    """The same document twice in one run, and its first write refused: the copy was counted as
+    unchanged, though nothing of it was stored. It is reported with the first copy's reason, and
+    the next run writes it."""
+    from surreal_kgrag.errors import QueryExecutionError
+
+    config = IngestConfig(batch_size=1, chunker=SHORT_CHUNKS)
+    ingestor = Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=config)
+    query = SurrealStore.query
+    refused: list[str] = []
+
+    def first_write_of_a_refused(self, name, params=None, **placeholders):
+        if name == "write_documents" and not refused and [d.id for d in params["doc_ids"]] == ["a"]:
+            refused.append("a")
+            raise QueryExecutionError("SurrealDB rejected write_documents.surql: the disk is full")
+        return query(self, name, params, **placeholders)
+
+    monkeypatch.setattr(SurrealStore, "query", first_write_of_a_refused)
+    docs = [SourceDocument(key=key, source=f"notes/{key}.txt", text=BABBAGE[i]) for key, i in (("a", 0), ("b", 1), ("a", 0))]
+    summary = ingestor.ingest(docs)
+    monkeypatch.undo()
+    assert refused == ["a"] and (summary.added, summary.skipped, summary.failed) == (1, 0, 2), summary
+    first, echo = summary.failures
+    assert first.source == echo.source == "notes/a.txt" and first.reason.startswith("write failed: ")
+    assert echo.reason.startswith("not written: its text was given earlier in this ingest and that write failed: ")
+    assert "the disk is full" in echo.reason
+    assert store.query_text("test: a", "SELECT VALUE id.id() FROM document ORDER BY id;")[-1] == ["b"]
+    again = ingestor.ingest(docs)
+    assert (again.added, again.skipped, again.failed) == (1, 2, 0), again
+
+
 def test_an_id_two_files_give_is_written_once_and_the_second_reported(store, minilm, spacy_extractor, tmp_path):
     """Records of two JSON Lines files and a JSON file sharing ids: the later ones replaced the
     earlier ones in the same run without a word. The first file read keeps the id; the rest are

@@ -1,12 +1,14 @@
 """Which of the documents a run loads go on to be chunked: a document that cannot be stored fails
 before any model work (:func:`check_document`), one whose key another source of the run already
 gave with another text fails too, and one whose stored content hash is unchanged is skipped
-(:class:`ChangeDetector`)."""
+(:class:`ChangeDetector`). A document this run already sent to be written with the same text (the
+same file given twice) is an echo of it: it is not chunked again, and it counts as skipped once
+that write went through, or as failed with it."""
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..db import SurrealStore
 from ..ids import document_id
@@ -14,6 +16,15 @@ from ..loaders import find_unstorable
 from ..loaders.metadata import MAX_TITLE_CHARS
 from ..models import LoadFailure, SourceDocument
 from ..retrieval.scope import Scope
+
+
+class Changes(NamedTuple):
+    """What :meth:`ChangeDetector.changed` found in a batch of loaded documents."""
+
+    changed: list[SourceDocument]  # to be chunked and written
+    unchanged: int  # stored with the same text
+    echoes: list[SourceDocument]  # sent to be written earlier in this run with the same text
+    counts: dict[str, int]  # the chunk counts of the keys stored, or queued earlier in this run
 
 
 class ChangeDetector:
@@ -43,21 +54,26 @@ class ChangeDetector:
             "and it stays; ids must be unique across the inputs of one ingest (give this one another id)",
         )
 
-    def changed(self, docs: list[SourceDocument]) -> tuple[list[SourceDocument], int, dict[str, int]]:
-        """Documents whose stored content hash differs, how many are unchanged, the chunk counts of
-        the keys stored (or queued earlier in this run)."""
+    def changed(self, docs: list[SourceDocument]) -> Changes:
+        """Which of ``docs`` differ from what is stored, or from what this run queued under their key."""
         if not docs:
-            return [], 0, {}
+            return Changes([], 0, [], {})
         scope = self.scope.compile()
         params = {"ids": [document_id(d.key) for d in docs], **scope.params}
         rows = self.store.query("document_hashes", params, filter=scope)[-1]
         stored = {row["id"].id: row["content_hash"] for row in rows}
         counts = {row["id"].id: row.get("chunk_count") or 0 for row in rows}
+        changed: list[SourceDocument] = []
+        echoes: list[SourceDocument] = []
         for doc in docs:
-            if doc.key in self.queued:
-                stored[doc.key], counts[doc.key] = self.queued[doc.key]
-        changed = [doc for doc in docs if stored.get(doc.key) != doc.content_hash]
-        return changed, len(docs) - len(changed), counts
+            queued = self.queued.get(doc.key)  # what this run wrote under the key replaces what is stored
+            if queued is None:
+                if stored.get(doc.key) != doc.content_hash:
+                    changed.append(doc)
+                continue
+            counts[doc.key] = queued[1]
+            (echoes if queued[0] == doc.content_hash else changed).append(doc)
+        return Changes(changed, len(docs) - len(changed) - len(echoes), echoes, counts)
 
     def queue(self, doc: SourceDocument, chunks: int) -> None:
         """Note a document sent to be written, for a later batch that has its key again."""

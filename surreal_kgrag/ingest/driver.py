@@ -85,6 +85,7 @@ class Batch:
     skipped: int = 0
     prepared: list[PreparedDocument] = field(default_factory=list)
     stale: list[tuple[Any, str]] = field(default_factory=list)  # documents the batch's files no longer produce, with their file
+    echoes: list[SourceDocument] = field(default_factory=list)  # sent to be written earlier in this run, same text
 
     @property
     def chunks(self) -> int:
@@ -204,6 +205,20 @@ class Run:
         with self._timed("write"), vectors.write_lock:
             writer.write(batch.prepared, self.abort.is_set)
         vectors.poke()
+        self._settle(batch.echoes, writer)
+
+    def _settle(self, echoes: list[SourceDocument], writer: Writer) -> None:
+        """An echo is skipped once its first copy was written; when that write failed, so does the
+        echo (it is the same text), and the run reports both rather than calling one unchanged."""
+        for echo in echoes:
+            reason = writer.failed.get(echo.key)
+            if reason is None:
+                self.summary.skipped += 1
+            else:
+                self.summary.failures.append(
+                    LoadFailure(source=echo.source, reason=f"not written: its text was given earlier in this ingest and {reason}")
+                )
+        self._written(len(echoes), 0)
 
     def _remove_stale(self) -> None:
         """Delete what the run's files no longer produce, once all their new documents are written: a
@@ -269,10 +284,11 @@ class Run:
     def _chunked(self, docs: list[SourceDocument], failures: list[LoadFailure]) -> Iterator[Batch]:
         docs = last_per_key(docs)
         with self._timed("load"):
-            changed, skipped, stored_chunks = self.changes.changed(docs)
+            changes = self.changes.changed(docs)
             stale = stale_parts(self.store, docs, self.scope)
-        batch = Batch(failures=list(failures), skipped=skipped, stale=stale)
-        for doc in changed:
+        batch = Batch(failures=list(failures), skipped=changes.unchanged, stale=stale, echoes=changes.echoes)
+        stored_chunks = changes.counts
+        for doc in changes.changed:
             with self._timed("chunk"):
                 chunks = split_document(self.config.chunker, doc)
             if not chunks:

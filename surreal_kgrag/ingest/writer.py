@@ -57,6 +57,8 @@ class Writer:
         self.scope = scope
         self.on_written = on_written
         self.relations_written = 0
+        # Why each document of this run that failed to write failed, by key (an echo of it fails too).
+        self.failed: dict[str, str] = {}
 
     def write(self, prepared: list[PreparedDocument], stop: Callable[[], bool]) -> None:
         for group in groups(prepared, self.group_size, self.group_chunks):
@@ -139,6 +141,7 @@ class Writer:
         if SCOPE_REFUSAL in message:  # write_documents.surql's own words, without the engine's wrapping
             message = SCOPE_REFUSAL + message.split(SCOPE_REFUSAL, 1)[1]
         self.summary.failures.append(LoadFailure(source=item.doc.source, reason=f"write failed: {message}"))
+        self.failed[item.doc.key] = f"that write failed: {message}"
         self.on_written(1, 0)
 
     def _write(self, group: list[PreparedDocument], counted: set[Any] | None = None) -> int:
@@ -187,6 +190,7 @@ class Writer:
     def _count(self, group: list[PreparedDocument], created: int) -> None:
         chunks = 0
         for item in group:
+            self.failed.pop(item.doc.key, None)  # a later version of it was written
             if item.exists:
                 self.summary.updated += 1
             else:

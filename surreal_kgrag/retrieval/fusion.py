@@ -58,7 +58,7 @@ def fuse(
 ) -> list[tuple[str, float]]:
     """Documents by fused score, best first; each channel's hits are sorted best first. A document
     counts once per channel, at its best hit there."""
-    scores = _fused({channel: best_per_document(hits) for channel, hits in channels.items()}, weights, fusion, rrf_k)
+    scores = _fused({channel: _best(hits, "doc") for channel, hits in channels.items()}, weights, fusion, rrf_k)
     return sorted(scores.items(), key=lambda item: -item[1])
 
 
@@ -71,7 +71,7 @@ def fuse_chunks(
     """Each chunk's fused score, by the same formula as :func:`fuse` over the chunks' own ranks, so a
     chunk's score and its document's are on one scale. A chunk counts once per channel however
     many paths (concepts, graph hops) led to it there."""
-    ranked = {channel: _best_per_chunk(hits) for channel, hits in channels.items()}
+    ranked = {channel: _best(hits, "chunk") for channel, hits in channels.items()}
     return dict(_fused(ranked, weights, fusion, rrf_k))
 
 
@@ -97,20 +97,15 @@ def _fused(
     return scores
 
 
-def best_per_document(hits: list[Hit]) -> list[tuple[str, float, float, float | None]]:
+def _best(hits: list[Hit], by: Literal["doc", "chunk"]) -> list[tuple[str, float, float, float | None]]:
+    """Each document's (or chunk's) best hit, in the hits' order (sorted best first), as the rows
+    :func:`_fused` ranks. A chunk's rank is its own position: a document's place is not its chunks'."""
     best: dict[str, Hit] = {}
-    for hit in hits:  # sorted best first
-        best.setdefault(hit.doc, hit)
-    return [(doc, hit.score, hit.weight, hit.place) for doc, hit in best.items()]
-
-
-def _best_per_chunk(hits: list[Hit]) -> list[tuple[str, float, float, float | None]]:
-    """A chunk's rank is its own position: a document's place is not its chunks'."""
-    best: dict[str, Hit] = {}
-    for hit in hits:  # sorted best first
-        if hit.chunk:
-            best.setdefault(hit.chunk, hit)
-    return [(chunk, hit.score, hit.weight, None) for chunk, hit in best.items()]
+    for hit in hits:
+        key = hit.doc if by == "doc" else hit.chunk
+        if key:
+            best.setdefault(key, hit)
+    return [(key, hit.score, hit.weight, hit.place if by == "doc" else None) for key, hit in best.items()]
 
 
 def top_chunks(hits: list[Hit], n: int, scores: Mapping[str, float]) -> list[str]:
