@@ -58,7 +58,7 @@ def fuse(
 ) -> list[tuple[str, float]]:
     """Documents by fused score, best first; each channel's hits are sorted best first. A document
     counts once per channel, at its best hit there."""
-    scores = _fused({channel: _best(hits, "doc") for channel, hits in channels.items()}, weights, fusion, rrf_k)
+    scores = _fused({channel: best_per_document(hits) for channel, hits in channels.items()}, weights, fusion, rrf_k)
     return sorted(scores.items(), key=lambda item: -item[1])
 
 
@@ -95,6 +95,11 @@ def _fused(
             for key, score, share, _ in best:
                 scores[key] += weight * share * ((score - low) / (top - low) if top > low else 1.0)
     return scores
+
+
+def best_per_document(hits: list[Hit]) -> list[tuple[str, float, float, float | None]]:
+    """Each document's best hit among ``hits`` (sorted best first), as ``(doc, score, weight, place)``."""
+    return _best(hits, "doc")
 
 
 def _best(hits: list[Hit], by: Literal["doc", "chunk"]) -> list[tuple[str, float, float, float | None]]:
