@@ -27,9 +27,12 @@ the background (queries are timed once it is idle), and per mode (chunk, concept
 the wall-clock p50/p95 of ``retriever.search()`` over the real questions with their cached embeddings:
 the figures EXCLUDE embedding the question (its MiniLM time on this machine, measured once when the
 cache is built, is printed beside them) and include everything else (the question's spaCy analysis,
-database, client-side walk, fusion, hydration); the database part (``search_ms``) is printed too. Then
-the rows each table holds per chunk. ``--chart`` draws each figure against size (matplotlib), ``--json``
-writes every figure.
+database, client-side walk, fusion, hydration); the database part (``search_ms``) is printed too. The
+same questions are then timed again in a new process that only opens and reads the closed store
+(``scale_retime.py``; ``--no-reader`` skips it): a process that has just written tens of thousands of
+chunks answers slower than one that serves the store (1.4x at 10k, 3-4x at 30k), and the reader's figures
+are the ones a deployment sees. Then the rows each table holds per chunk. ``--chart`` draws each
+figure against size (matplotlib), ``--json`` writes every figure.
 
 **What grows faster than the store**: the write rate. The first runs fell from 33 chunks/s (0 -> 2k)
 to 12 (2k -> 10k): ``write_documents.surql`` recounted every touched concept's document frequency
@@ -48,7 +51,9 @@ import json
 import os
 import resource
 import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -174,6 +179,17 @@ def measure_queries(
     return out
 
 
+def time_in_new_process(store_dir: Path, reader_args: Sequence[str], modes: Sequence[str]) -> dict:
+    """``scale_retime.py`` over the closed store in a child process: what a process that serves the
+    store, and did not write it, waits."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "reader.json"
+        script = Path(__file__).with_name("scale_retime.py")
+        command = [sys.executable, str(script), "--store-dir", str(store_dir), *reader_args, "--modes", ",".join(modes), "--json", str(out)]
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        return json.loads(out.read_text())
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if values else 0.0
 
@@ -201,9 +217,11 @@ def run_sizes(
     modes: Sequence[str] = MODES,
     optimize: str = "force",
     table_bytes_up_to: int = 0,
+    reader_args: Sequence[str] | None = None,
     log: Callable[[str], None] = print,
 ) -> list[SizeFigures]:
-    """Build each size by appending to the store in ``store_dir`` and measure it."""
+    """Build each size by appending to the store in ``store_dir`` and measure it; with
+    ``reader_args`` (how ``scale_retime.py`` loads the same corpus), time it again in a new process."""
     gen = Generator(real)
     embedder = CachedEmbedder(real, gen.noise)
     log(
@@ -255,6 +273,9 @@ def run_sizes(
         figures.rows_per_chunk = {t: round(n / max(1, figures.chunks), 3) for t, n in figures.rows.items()}
         figures.disk_bytes_after_optimize = du_bytes(path)
         figures.peak_rss_mb = round(peak_rss_mb(), 1)  # before the table copies, which hold stores of their own
+        if reader_args is not None:
+            log(f"size {size:,}: timing the questions again in a new process ...")
+            figures.reader = time_in_new_process(store_dir, reader_args, modes)
         if figures.chunks <= table_bytes_up_to:
             log(f"size {size:,}: copying each table alone into an empty store ...")
             measured = table_bytes(path, store_dir / "tables", real.dimension, real.embedder_name, log)
@@ -262,6 +283,18 @@ def run_sizes(
         results.append(figures)
         log(format_size(figures, real.question_embed_ms))
     return results
+
+
+def corpus_args(args: argparse.Namespace) -> list[str]:
+    """The options with which ``scale_retime.py`` loads the corpus this run was given."""
+    out = ["--cache", str(args.cache), "--questions", str(args.questions)]
+    for corpus in args.corpus or []:
+        out += ["--corpus", str(corpus)]
+    if args.filings is not None:
+        out += ["--filings", str(args.filings)]
+    if args.max_docs is not None:
+        out += ["--max-docs", str(args.max_docs)]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -307,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="for sizes of at most N chunks, measure each table's bytes on disk by copying it alone into an empty store (slow)",
     )
+    parser.add_argument(
+        "--no-reader", action="store_true", help="do not time each size again in a new process (scale_retime.py)"
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads while the cache is built (the machine is shared)")
     parser.add_argument("--chart", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
@@ -333,7 +369,16 @@ def main(argv: list[str] | None = None) -> int:
     store_dir = args.store_dir or Path(os.environ.get("TMPDIR", "/tmp")) / f"kg-scale-{os.getpid()}"
     store_dir.mkdir(parents=True, exist_ok=True)
     try:
-        results = run_sizes(real, sizes, store_dir, modes=modes, optimize=args.optimize, table_bytes_up_to=args.table_bytes, log=log)
+        results = run_sizes(
+            real,
+            sizes,
+            store_dir,
+            modes=modes,
+            optimize=args.optimize,
+            table_bytes_up_to=args.table_bytes,
+            reader_args=None if args.no_reader else corpus_args(args),
+            log=log,
+        )
     finally:
         if temporary:
             shutil.rmtree(store_dir, ignore_errors=True)

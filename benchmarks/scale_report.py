@@ -34,7 +34,8 @@ class SizeFigures:
     open_s: float = 0.0
     optimize_s: float = 0.0
     settle_s: float = 0.0
-    latency: dict[str, dict[str, float]] = field(default_factory=dict)
+    latency: dict[str, dict[str, float]] = field(default_factory=dict)  # in the process that wrote the store
+    reader: dict = field(default_factory=dict)  # scale_retime.py's figures: open_s, settle_s, latency, peak_rss_mb
     rows: dict[str, int] = field(default_factory=dict)
     rows_per_chunk: dict[str, float] = field(default_factory=dict)
     table_bytes_per_chunk: dict[str, float] = field(default_factory=dict)  # --table-bytes only
@@ -55,10 +56,12 @@ def format_size(f: SizeFigures, embed_ms: float) -> str:
         f"peak RSS {f.peak_rss_mb:,.0f} MB",
         f"  latency, ms (wall-clock of search(), question embedding EXCLUDED; MiniLM embeds one question in ~{embed_ms:.0f} ms here):",
     ]
-    for mode, v in f.latency.items():
-        lines.append(
-            f"    {mode:8s} wall p50 {v['wall_p50_ms']:7.1f}  p95 {v['wall_p95_ms']:7.1f}   "
-            f"database p50 {v['db_p50_ms']:7.1f}  p95 {v['db_p95_ms']:7.1f}"
+    lines += latency_lines(f.latency, "in the process that wrote the store")
+    if f.reader:
+        lines += latency_lines(
+            f.reader["latency"],
+            f"in a new process that only reads it (open {f.reader['open_s']:.2f} s, engine idle after "
+            f"{f.reader['settle_s']:.0f} s, peak RSS {f.reader['peak_rss_mb']:,.0f} MB)",
         )
     lines.append("  rows per chunk: " + ", ".join(f"{t} {r:g}" for t, r in f.rows_per_chunk.items() if f.rows.get(t)))
     if f.table_bytes_per_chunk:
@@ -69,6 +72,19 @@ def format_size(f: SizeFigures, embed_ms: float) -> str:
             + ", ".join(f"{t} {b:,.0f}" for t, b in sorted(f.table_bytes_per_chunk.items(), key=lambda kv: -kv[1]))
         )
     return "\n".join(lines)
+
+
+def latency_lines(latency: dict[str, dict[str, float]], where: str) -> list[str]:
+    return [f"   {where}:"] + [
+        f"    {mode:8s} wall p50 {v['wall_p50_ms']:7.1f}  p95 {v['wall_p95_ms']:7.1f}   "
+        f"database p50 {v['db_p50_ms']:7.1f}  p95 {v['db_p95_ms']:7.1f}"
+        for mode, v in latency.items()
+    ]
+
+
+def reader_latency(r: SizeFigures) -> dict[str, dict[str, float]]:
+    """What a serving process waits: the new process's figures when the run took them."""
+    return r.reader["latency"] if r.reader else r.latency
 
 
 CHART_FIGURES = (
@@ -97,7 +113,7 @@ def chart(results: list[SizeFigures], path: Path, log: Callable[[str], None] = p
         rows = [
             [str(r.chunks)]
             + [f"{getattr(r, k):.3f}" for k, _ in CHART_FIGURES]
-            + [str(r.latency.get(m, {}).get(p, "")) for m in MODES for p in ("wall_p50_ms", "db_p50_ms")]
+            + [str(reader_latency(r).get(m, {}).get(p, "")) for m in MODES for p in ("wall_p50_ms", "db_p50_ms")]
             for r in results
         ]
         csv.write_text("\n".join(",".join(row) for row in [header, *rows]) + "\n")
@@ -108,12 +124,17 @@ def chart(results: list[SizeFigures], path: Path, log: Callable[[str], None] = p
         ax.plot(sizes, [getattr(r, key) for r in results], marker="o")
         ax.set_xscale("log")
         ax.set_title(label, fontsize=10)
+    readers = all(r.reader for r in results)
     for ax, part in zip(list(axes.flat)[len(CHART_FIGURES) :], ("wall", "db")):
-        for mode in MODES:
-            if all(mode in r.latency for r in results):
-                ax.plot(sizes, [r.latency[mode][f"{part}_p50_ms"] for r in results], marker="o", label=mode)
+        for i, mode in enumerate(MODES):
+            color = f"C{i}"
+            if all(mode in reader_latency(r) for r in results):
+                ax.plot(sizes, [reader_latency(r)[mode][f"{part}_p50_ms"] for r in results], marker="o", color=color, label=mode)
+            if readers and all(mode in r.latency for r in results):
+                ax.plot(sizes, [r.latency[mode][f"{part}_p50_ms"] for r in results], linestyle="--", color=color)
         ax.set_xscale("log")
-        ax.set_title(f"{'wall-clock' if part == 'wall' else 'database'} p50 per mode, ms (no embedding)", fontsize=10)
+        where = "a new process (dashed: the writing one)" if readers else "the writing process"
+        ax.set_title(f"{'wall-clock' if part == 'wall' else 'database'} p50, ms, no embedding:\n{where}", fontsize=9)
         ax.legend(fontsize=8)
     for ax in axes.flat:
         ax.set_xlabel("chunks", fontsize=8)

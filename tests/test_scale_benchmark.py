@@ -33,12 +33,17 @@ def bench():
 
 
 @pytest.fixture(scope="module")
-def real(bench, tmp_path_factory):
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def real(bench, cache):
     """40 records of each corpus and 5 questions through the real spaCy and MiniLM, once."""
     import torch
 
     torch.set_num_threads(1)  # a shared machine
-    return bench.load_real(CORPORA, tmp_path_factory.mktemp("cache"), max_docs=40, questions=5, log=lambda _: None)
+    return bench.load_real(CORPORA, cache, max_docs=40, questions=5, log=lambda _: None)
 
 
 def total_variation(a: dict[str, float], b: dict[str, float]) -> float:
@@ -85,11 +90,15 @@ def test_generated_vectors_sit_as_far_from_their_donor_as_real_neighbours(bench,
     assert abs(float(work.vectors[0] @ work.vectors[0]) - 1) < 1e-4
 
 
-def test_a_tiny_store_is_built_appended_to_and_measured(bench, real, tmp_path, capsys):
+def test_a_tiny_store_is_built_appended_to_and_measured(bench, real, cache, tmp_path, capsys):
     first = bench.run_sizes(real, [200], tmp_path / "store", modes=bench.MODES, log=print)
-    (figures,) = bench.run_sizes(real, [260], tmp_path / "store", modes=bench.MODES, log=print)
+    reader_args = ["--cache", str(cache), "--max-docs", "40", "--questions", "5"]
+    for corpus in CORPORA:
+        reader_args += ["--corpus", str(corpus)]
+    (figures,) = bench.run_sizes(real, [260], tmp_path / "store", modes=bench.MODES, reader_args=reader_args, log=print)
     printed = capsys.readouterr().out
-    assert "rows per chunk" in printed and "wall p50" in printed
+    assert "rows per chunk" in printed and "wall p50" in printed and "in a new process that only reads it" in printed
+    assert not first[0].reader  # not asked for
     assert 180 <= first[0].chunks <= 200 and 240 <= figures.chunks <= 260
     assert figures.written_chunks == figures.chunks - first[0].chunks  # appended, not rebuilt
     assert figures.documents > len(real.docs)  # generated documents after the real ones
@@ -101,9 +110,12 @@ def test_a_tiny_store_is_built_appended_to_and_measured(bench, real, tmp_path, c
     assert figures.disk_bytes_per_chunk > 1000 and figures.disk_bytes_per_text_byte > 1
     assert figures.open_s > 0 and figures.optimize_s > 0 and figures.peak_rss_mb > 50
     assert set(figures.latency) == set(bench.MODES)
-    for mode, v in figures.latency.items():
-        assert 0 < v["wall_p50_ms"] <= v["wall_p95_ms"], mode
-        assert 0 < v["db_p50_ms"] <= v["wall_p50_ms"] + 1, mode
+    assert set(figures.reader["latency"]) == set(bench.MODES) and figures.reader["open_s"] > 0
+    assert figures.reader["peak_rss_mb"] > 50
+    for mode in bench.MODES:
+        for v in (figures.latency[mode], figures.reader["latency"][mode]):
+            assert 0 < v["wall_p50_ms"] <= v["wall_p95_ms"], mode
+            assert 0 < v["db_p50_ms"] <= v["wall_p50_ms"] + 1, mode
     chart = bench.chart([*first, figures], tmp_path / "scale.png", log=print)
     assert chart.is_file() and chart.stat().st_size > 0
 
