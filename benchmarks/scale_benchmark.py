@@ -82,6 +82,14 @@ WRITE_BATCH_DOCS = 64  # documents prepared and handed to the Writer at a time (
 
 
 def peak_rss_mb() -> float:
+    """This process's peak resident memory. Linux's VmHWM starts afresh at exec; ``ru_maxrss`` does not
+    (a child started by a large benchmark process would report the parent's peak)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kilobytes
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: kilobytes
 
 
