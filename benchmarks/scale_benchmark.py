@@ -30,7 +30,7 @@ cache is built, is printed beside them) and include everything else (the questio
 database, client-side walk, fusion, hydration); the database part (``search_ms``) is printed too. The
 same questions are then timed again in a new process that only opens and reads the closed store
 (``scale_retime.py``; ``--no-reader`` skips it): a process that has just written tens of thousands of
-chunks answers slower than one that serves the store (1.4x at 10k, 3-4x at 30k), and the reader's figures
+chunks answers slower than one that serves the store (1.1-1.6x at 10k, 1.2-4x at 30k in two runs), and the reader's figures
 are the ones a deployment sees. Then the rows each table holds per chunk. ``--chart`` draws each
 figure against size (matplotlib), ``--json`` writes every figure.
 

@@ -5,7 +5,7 @@
 
 The same questions, cached vectors and timing (``measure_queries``) as the benchmark's figures in the
 process that wrote the store. ``scale_benchmark.py`` runs this after each size: the process that wrote
-a large store answers slower than one that only reads it (1.4x at 10k chunks, 3-4x at 30k), and a
+a large store answers slower than one that only reads it (1.1-1.6x at 10k chunks and 1.2-4x at 30k, in two runs), and a
 process serving queries is usually not the one that bulk-loaded the store. ``--corpus``, ``--filings``,
 ``--max-docs`` and ``--questions`` must be those the store was built with: a store built from another
 corpus is refused.
@@ -23,7 +23,7 @@ from scale_benchmark import Progress, measure_queries, peak_rss_mb, store_key, w
 from scale_corpus import DEFAULT_CORPORA, ROOT, CachedEmbedder, RealCorpus, load_real
 from scale_disk import store_url
 from scale_generator import Generator
-from scale_report import MODES
+from scale_report import MODES, latency_lines
 
 from surreal_kgrag.db import SurrealStore
 
@@ -59,12 +59,8 @@ def main() -> int:
         args.corpus or DEFAULT_CORPORA, args.cache, filings=args.filings, max_docs=args.max_docs, questions=args.questions, log=print
     )
     figures = retime(args.store_dir, real, [m for m in args.modes.split(",") if m])
-    print(f"open {figures['open_s']:.2f} s; the engine idle after {figures['settle_s']:.0f} s")
-    for mode, v in figures["latency"].items():
-        print(
-            f"  {mode:8s} wall p50 {v['wall_p50_ms']:7.1f}  p95 {v['wall_p95_ms']:7.1f}"
-            f"   database p50 {v['db_p50_ms']:7.1f}  p95 {v['db_p95_ms']:7.1f}"
-        )
+    where = f"open {figures['open_s']:.2f} s; the engine idle after {figures['settle_s']:.0f} s"
+    print("\n".join(latency_lines(figures["latency"], where)))
     print(f"peak RSS {figures['peak_rss_mb']:,.0f} MB")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))
