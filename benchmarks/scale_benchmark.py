@@ -293,6 +293,18 @@ def run_sizes(
     return results
 
 
+def write_report(path: Path, real: RealCorpus, results: list[SizeFigures], shares: dict[str, float]) -> None:
+    """Every figure of the run (``--json``), as ``scale_report.py`` reads it."""
+    report = {
+        "question_embed_ms": real.question_embed_ms,
+        "real_chunks": real.chunk_count,
+        "real_documents": len(real.docs),
+        "real_frequency_shares": shares,
+        "sizes": [asdict(r) for r in results],
+    }
+    path.write_text(json.dumps(report, indent=1))
+
+
 def corpus_args(args: argparse.Namespace) -> list[str]:
     """The options with which ``scale_retime.py`` loads the corpus this run was given."""
     out = ["--cache", str(args.cache), "--questions", str(args.questions)]
@@ -394,14 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.chart and results:
         log(f"chart: {chart(results, args.chart, log)}")
     if args.json:
-        report = {
-            "question_embed_ms": real.question_embed_ms,
-            "real_chunks": real.chunk_count,
-            "real_documents": len(real.docs),
-            "real_frequency_shares": shares_real,
-            "sizes": [asdict(r) for r in results],
-        }
-        args.json.write_text(json.dumps(report, indent=1))
+        write_report(args.json, real, results, shares_real)
+        if len(results) < len(sizes):
+            log(f"sizes the kept store held already are in the --json of the run that built them: scale_report.py prints both {args.json}")
     return 0
 
 

@@ -1,8 +1,17 @@
-"""What ``scale_benchmark.py`` measures at each size, and how it is printed and charted."""
+"""What ``scale_benchmark.py`` measures at each size, and how it is printed and charted.
+
+A kept store grows a size at a time (``--store-dir``), one run after another, each run reporting the
+sizes it built (``--json``). This prints and charts the sizes of several such reports together:
+
+    .venv/bin/python benchmarks/scale_report.py run-to-30k.json run-to-100k.json [--chart scale.png]
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -145,3 +154,34 @@ def chart(results: list[SizeFigures], path: Path, log: Callable[[str], None] = p
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def load_reports(paths: Sequence[Path]) -> tuple[float, list[SizeFigures]]:
+    """The sizes of ``scale_benchmark.py --json`` reports, smallest first (a size two reports hold
+    is taken from the later one), and the question embedding time of the last report."""
+    by_size: dict[int, SizeFigures] = {}
+    embed_ms = 0.0
+    for path in paths:
+        report = json.loads(path.read_text())
+        embed_ms = float(report["question_embed_ms"])
+        for size in report["sizes"]:
+            figures = SizeFigures(**size)
+            by_size[figures.chunks] = figures
+    return embed_ms, [by_size[chunks] for chunks in sorted(by_size)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="print and chart the sizes of scale_benchmark.py --json reports together")
+    parser.add_argument("reports", nargs="+", type=Path, help="scale_benchmark.py --json files, of runs that grew one store")
+    parser.add_argument("--chart", type=Path, default=None)
+    args = parser.parse_args(argv)
+    embed_ms, results = load_reports(args.reports)
+    for figures in results:
+        print(format_size(figures, embed_ms))
+    if args.chart and results:
+        print(f"chart: {chart(results, args.chart)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -119,6 +119,17 @@ def test_a_tiny_store_is_built_appended_to_and_measured(bench, real, cache, tmp_
     chart = bench.chart([*first, figures], tmp_path / "scale.png", log=print)
     assert chart.is_file() and chart.stat().st_size > 0
 
+    # the two runs' reports printed and charted together, smallest size first
+    reports = [tmp_path / "second.json", tmp_path / "first.json"]
+    bench.write_report(reports[0], real, [figures], {})
+    bench.write_report(reports[1], real, first, {})
+    import scale_report
+
+    assert scale_report.main([str(r) for r in reports] + ["--chart", str(tmp_path / "both.png")]) == 0
+    printed = capsys.readouterr().out
+    assert printed.index(f"== {first[0].chunks:,} chunks") < printed.index(f"== {figures.chunks:,} chunks")
+    assert printed.count("in a new process that only reads it") == 1 and (tmp_path / "both.png").stat().st_size > 0
+
 
 def test_the_write_floor_writes_the_design_rows_alone(bench, real, tmp_path):
     """write_profile.py --floor: the groups the ingest would write, as write_floor.surql, hold
