@@ -83,12 +83,12 @@ class AsyncEngine:
     """The SDK's async embedded engine on an event loop of its own thread: a query sent runs on the
     engine's threads while the caller goes on (``surrealdb_embedded``'s ``AsyncEmbeddedDB``)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, namespace: str, database: str) -> None:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.db = surrealdb.AsyncSurreal(f"surrealkv://{path}")
-        self.wait(sdk.aopen(self.db, "kgrag", "kgrag", None))
+        self.wait(sdk.aopen(self.db, namespace, database, None))
         self.engine = sdk_fastpath.engine(self.db)
         if self.engine is None:
             raise RuntimeError(f"the SDK's async embedded connection has no engine handle: {sdk_fastpath.missing()}")
@@ -195,8 +195,9 @@ def main() -> int:
         rounds = {question: recorded_first_round(store, retriever, question, dimension) for question in questions}
         blocking = p50_ms(lambda tagged: replayed(store, rounds[untagged(tagged)]), questions, "g")
         expected = [answer["result"] for answer in replayed(store, rounds[questions[0]])]
+        engine_args = (str(store_path), store.config.namespace, store.config.database)
     gc.collect()  # the blocking engine is dropped, and with it its lock on the store
-    return on_async_engine(str(store_path), rounds, expected, blocking, embedder)
+    return on_async_engine(engine_args, rounds, expected, blocking, embedder)
 
 
 def replayed(store: SurrealStore, jobs: list[tuple[str, dict[str, Any]]]) -> list[Any]:
@@ -211,12 +212,13 @@ def untagged(question: str) -> str:
 
 
 def on_async_engine(
-    store_path: str, rounds: dict[str, list[tuple[str, dict[str, Any]]]], expected: list[Any], blocking: float, embedder: Any
+    engine_args: tuple[str, str, str], rounds: dict[str, list[tuple[str, dict[str, Any]]]], expected: list[Any], blocking: float,
+    embedder: Any,
 ) -> int:
     """Measurement 4: the recorded first rounds replayed on the async engine, whose answers to the
     first question must be ``expected`` (the blocking engine's)."""
     questions = list(rounds)
-    engine = AsyncEngine(store_path)
+    engine = AsyncEngine(*engine_args)  # the store's path, namespace and database
     try:
         answers = [answer["result"] for answer in engine.run(rounds[questions[0]], side_by_side=True)]
         if [[s.get("result") for s in a] for a in answers] != [[s.get("result") for s in a] for a in expected]:

@@ -37,12 +37,13 @@ def test_the_first_round_replayed_on_the_async_engine_answers_as_the_store_does(
         question = "Which river runs through the town where the painter of the harbour was born?"
         jobs = probe.recorded_first_round(store, retriever, question, minilm.dimension)
         expected = [answer["result"] for answer in probe.replayed(store, jobs)]
+        names = (store.config.namespace, store.config.database)
     # the names, BM25 and document-name queries, each with its bound params (none pasted into the text)
     assert len(jobs) == 3 and all(params for _, params in jobs)
     assert all("harbour" not in text for text, _ in jobs) and any("harbour" in str(params) for _, params in jobs)
 
     gc.collect()  # the blocking engine lets go of the store's lock
-    engine = probe.AsyncEngine(str(path))
+    engine = probe.AsyncEngine(str(path), *names)
     try:
         for side_by_side in (False, True):
             answers = [answer["result"] for answer in engine.run(jobs, side_by_side)]
