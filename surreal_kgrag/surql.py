@@ -66,6 +66,7 @@ _INCLUDE = re.compile(r"^\{\{> *(\w+)\}\}[ \t]*$", re.MULTILINE)
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _COMMENT = re.compile(r"--[^\n]*")
+_COMMENT_LINE = re.compile(r"^[ \t]*--[^\n]*\n?", re.MULTILINE)
 # Statements that change records or definitions. A query that contains one waits while a search index is being
 # rebuilt (see surreal_kgrag.indexes); a read that merely mentions the word only waits needlessly.
 _WRITE = re.compile(r"\b(INSERT|UPSERT|UPDATE|DELETE|CREATE|RELATE|DEFINE|REMOVE|REBUILD|ALTER)\b", re.IGNORECASE)
@@ -95,8 +96,9 @@ def _surql_dirs() -> list[Path]:
 def load(name: str, major_version: int = 3) -> str:
     """Return the text of ``surql/<name>.surql``, or of ``<name>.v<major>.surql`` when the server's
     major version needs its own dialect, with its ``{{> fragment}}`` lines expanded and its
-    ``CONSTANTS`` filled."""
-    text = _expand(_read(name, major_version, ""), major_version, ())
+    ``CONSTANTS`` filled. Lines that are only a comment are left out: the engine parses the text on
+    every request, and the graph mode's subgraph query is 60% comments (0.3-0.5 ms a search)."""
+    text = _COMMENT_LINE.sub("", _expand(_read(name, major_version, ""), major_version, ()))
     return _PLACEHOLDER.sub(lambda m: str(CONSTANTS.get(m.group(1), m.group(0))), text)
 
 

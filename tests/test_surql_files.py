@@ -67,3 +67,15 @@ def test_shared_figures_are_filled_from_the_python_constant(monkeypatch):
             assert "{{chunk_list_max}}" not in text and "n <= 7" in text and "<= 32" not in text, name
     finally:
         surql.load.cache_clear()
+
+
+@pytest.mark.parametrize("name", ["graph_subgraph", "write_documents", "search_fulltext"])
+def test_lines_that_are_only_a_comment_are_not_sent(name):
+    # The engine parses a query's text on every request: a whole-line comment is left out when the
+    # file loads, every line of code is kept as written (a comment after code stays with its line).
+    sent = surql.load(name).splitlines()
+    assert sent and not any(line.lstrip().startswith("--") for line in sent)
+    source = (FOLDER / f"{name}.surql").read_text(encoding="utf-8").splitlines()
+    code = [line for line in source if line.strip() and not line.lstrip().startswith(("--", "{{>"))]
+    kept = iter(sent)
+    assert all(any(line == other for other in kept) for line in code)  # all kept, in their order
