@@ -34,6 +34,7 @@ from typing import Any
 
 from surreal_kgrag import SurrealStore
 from surreal_kgrag.db import sdk
+from surreal_kgrag.db.connection import EmbeddedConnection, Job
 from surreal_kgrag.embed import ProcessEmbedding, in_own_process, resolve_embedder
 from surreal_kgrag.evaluate import find_eval_set
 from surreal_kgrag.retrieval import make_retriever
@@ -48,28 +49,35 @@ def engine_ms(duration: str) -> float:
 
 
 class Recorder:
-    """Times every request sent through ``sdk.query`` while it is installed, by query file."""
+    """Times every request sent through ``sdk.query`` while it is installed, by query file (the name
+    the embedded connection runs it under)."""
 
-    def __init__(self, files: dict[str, str]) -> None:
-        self.files = files
+    def __init__(self) -> None:
         self.calls: list[tuple[str, float, list[float]]] = []
         self._query = sdk.query
+        self._run = EmbeddedConnection.run
+        self._name = "?"
 
     def __enter__(self) -> Recorder:
+        def named(connection: EmbeddedConnection, job: Job) -> list[Any]:
+            self._name = job[0]
+            return self._run(connection, job)
+
         def timed(db: Any, text: str, params: Any) -> dict[str, Any]:
             start = time.perf_counter()
             response = self._query(db, text, params)
             wall = (time.perf_counter() - start) * 1000
             statements = [engine_ms(str(s.get("time", "0ns"))) for s in response.get("result") or []]
-            first = text.split("\n", 1)[0]
-            self.calls.append((self.files.get(first, first[:40]), wall, statements))
+            self.calls.append((self._name, wall, statements))
             return response
 
+        EmbeddedConnection.run = named  # type: ignore[method-assign]
         sdk.query = timed
         return self
 
     def __exit__(self, *exc: object) -> None:
         sdk.query = self._query
+        EmbeddedConnection.run = self._run  # type: ignore[method-assign]
 
 
 def profile(store: SurrealStore, mode: str, questions: list[str], min_ms: float, embedder: Any = None) -> dict[str, Any]:
@@ -78,7 +86,7 @@ def profile(store: SurrealStore, mode: str, questions: list[str], min_ms: float,
         retriever.search(question, k=5)
         retriever.forget(question)
     parts: dict[str, list[float]] = defaultdict(list)
-    with Recorder(_files()) as recorder:
+    with Recorder() as recorder:
         for question in questions:
             timings = retriever.search(question, k=5).timings
             parts["wall"].append(timings.wall_ms)
@@ -107,14 +115,6 @@ def profile(store: SurrealStore, mode: str, questions: list[str], min_ms: float,
     if isinstance(embedder, ProcessEmbedding):
         mode += ", questions embedded by a child process" if retriever.embeds_beside else ", with a child it does not use"
     return {"mode": mode, "questions": n, "p50_ms": {part: statistics.median(values) for part, values in parts.items()}, "files": files}
-
-
-def _files() -> dict[str, str]:
-    """Query files by their first line, which rendering keeps: a request is named by it."""
-    names: dict[str, str] = {}
-    for path in sorted((Path(__file__).resolve().parents[1] / "surql").glob("*.surql")):
-        names.setdefault(path.read_text().split("\n", 1)[0], path.stem)
-    return names
 
 
 def store_arguments(parser: argparse.ArgumentParser, limit: int) -> None:
