@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from query_profile import Recorder, _files
+from query_profile import Recorder
 from scale_benchmark import store_key, wait_until_idle
 from scale_corpus import DEFAULT_CORPORA, ROOT, load_real
 from scale_disk import remove_search_index, store_url
@@ -82,7 +82,7 @@ def main() -> int:
                 vector_min_chunks=config.concept_vector_min_chunks,
             )
             profiler = cProfile.Profile()
-            with Recorder(_files()) as recorder:
+            with Recorder() as recorder:
                 started = time.perf_counter()
                 profiler.enable()
                 writer.write(prepared, lambda: False)
@@ -104,7 +104,7 @@ def main() -> int:
                     if not indexed:
                         for key in ("chunk", "text"):
                             remove_search_index(store, key)
-                    with Recorder(_files()) as recorder:
+                    with Recorder() as recorder:
                         started = time.perf_counter()
                         chunks, edges = write_floor(store, prepared, config)
                         wall = time.perf_counter() - started
