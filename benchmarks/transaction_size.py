@@ -23,11 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore
-from surreal_kgrag.db import sdk
+from surreal_kgrag.db.connection import EmbeddedConnection, Job
 from surreal_kgrag.embed import resolve_embedder
 from surreal_kgrag.extract import SpacyConceptExtractor
-
-_WRITE = "-- Replace a small group"  # the first line of write_documents.surql, which names a request
 
 
 def _inputs(path: Path, docs: int) -> list[Any]:
@@ -48,16 +46,17 @@ def main() -> None:
     inputs = _inputs(args.input, args.docs)
     embedder, extractor = resolve_embedder(None), SpacyConceptExtractor()
     writes: list[tuple[float, int]] = []
-    query = sdk.query
+    run = EmbeddedConnection.run
 
-    def timed(db: Any, text: str, params: Any) -> dict[str, Any]:
+    def timed(connection: EmbeddedConnection, job: Job) -> list[Any]:
         start = time.perf_counter()
-        response = query(db, text, params)
-        if text.startswith(_WRITE):
+        results = run(connection, job)
+        name, _, params = job
+        if name == "write_documents":
             writes.append((time.perf_counter() - start, len(params.get("edges") or [])))
-        return response
+        return results
 
-    sdk.query = timed
+    EmbeddedConnection.run = timed  # type: ignore[method-assign]
     for url in args.urls.split(","):
         for size in (int(s) for s in args.sizes.split(",")):
             if url.startswith("surrealkv://"):
