@@ -126,9 +126,8 @@ def test_reverse_bridge_search_names_the_three_rarest_words_of_a_title(minilm):
         _ingest(store, minilm, extractor, _docs(CITY))
 
         def candidates(title: str, limit: int = 50) -> set[str]:
-            names = [{"id": RecordID("concept", title.lower()), "words": title.split()}]
-            found = store.query("title_mentions", {"names": names, "doc_ids": [], "limit": limit}, scope=NO_FILTER)[-1]
-            return {str(hit["doc"].id) for hit in found[0]["hits"]}
+            found = store.query("title_mentions", {"words": title.split(), "doc_ids": [], "limit": limit}, scope=NO_FILTER)[-1]
+            return {str(hit["doc"].id) for hit in found}
 
         assert candidates("Old Mill Quarter City") == {"guide", "walks"}  # "guide" lacks "city"
         assert candidates("Old Mill Quarter Zeppelin") == set()  # no chunk has "zeppelin"

@@ -73,22 +73,18 @@ def _forward(item: PreparedDocument, chunk_spans: list[list[phrases.Span]], titl
 
 def _reverse(store: SurrealStore, group: list[PreparedDocument], fresh: list[str], scope: CompiledFilter) -> list[dict[str, Any]]:
     display = {name: item.concepts[name].display for item in group for name in item.own_names}
-    params = {
-        "names": [{"id": concept_id(name), "words": display[name].split()} for name in fresh],
-        "doc_ids": [document_id(item.doc.key) for item in group],
-        "limit": REVERSE_LIMIT,
-        **scope.params,
-    }
-    found = store.query("title_mentions", params, scope=scope)[-1]
+    shared = {"doc_ids": [document_id(item.doc.key) for item in group], "limit": REVERSE_LIMIT, **scope.params}
     edges = []
-    for entry in found:
-        name = str(entry["name"].id)
-        for hit in entry["hits"]:
+    for name in fresh:
+        # One request a name: the search is then not inside a closure, where it cost a time that
+        # grows with the store (title_mentions.surql).
+        hits = store.query("title_mentions", {**shared, "words": display[name].split()}, scope=scope)[-1]
+        for hit in hits:
             text = _without_title(hit["text"], hit.get("title"))
             matches = phrases.longest_matches(phrases.spans(text, capitalised_only=True, only=name), {name: 0})
             if matches:
                 chunk: RecordID = hit["chunk"]
-                edges.append({"in": chunk, "out": entry["name"], "doc": hit["doc"], "count": len(matches), "own": False})
+                edges.append({"in": chunk, "out": concept_id(name), "doc": hit["doc"], "count": len(matches), "own": False})
     return edges
 
 
