@@ -19,11 +19,12 @@ import argparse
 import json
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore
-from surreal_kgrag.db.connection import EmbeddedConnection, Job
+from surreal_kgrag.db.connection import Connection, EmbeddedConnection, Job, RemoteConnection
 from surreal_kgrag.embed import resolve_embedder
 from surreal_kgrag.extract import SpacyConceptExtractor
 
@@ -46,17 +47,21 @@ def main() -> None:
     inputs = _inputs(args.input, args.docs)
     embedder, extractor = resolve_embedder(None), SpacyConceptExtractor()
     writes: list[tuple[float, int]] = []
-    run = EmbeddedConnection.run
 
-    def timed(connection: EmbeddedConnection, job: Job) -> list[Any]:
-        start = time.perf_counter()
-        results = run(connection, job)
-        name, _, params = job
-        if name == "write_documents":
-            writes.append((time.perf_counter() - start, len(params.get("edges") or [])))
-        return results
+    def timing(run: Callable[[Connection, Job], list[Any]]) -> Callable[[Connection, Job], list[Any]]:
+        def timed(connection: Connection, job: Job) -> list[Any]:
+            start = time.perf_counter()
+            results = run(connection, job)
+            name, _, params = job
+            if name == "write_documents":
+                writes.append((time.perf_counter() - start, len(params.get("edges") or [])))
+            return results
 
-    EmbeddedConnection.run = timed  # type: ignore[method-assign]
+        return timed
+
+    # Both kinds of connection (an embedded engine, a server), which name each request by its file.
+    for kind in (EmbeddedConnection, RemoteConnection):
+        kind.run = timing(kind.run)  # type: ignore[method-assign]
     for url in args.urls.split(","):
         for size in (int(s) for s in args.sizes.split(",")):
             if url.startswith("surrealkv://"):
