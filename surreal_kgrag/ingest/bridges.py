@@ -79,12 +79,13 @@ def _reverse(store: SurrealStore, group: list[PreparedDocument], fresh: list[str
         # One request a name: the search is then not inside a closure, where it cost a time that
         # grows with the store (title_mentions.surql).
         hits = store.query("title_mentions", {**shared, "words": display[name].split()}, scope=scope)[-1]
+        title = concept_id(name)
         for hit in hits:
             text = _without_title(hit["text"], hit.get("title"))
             matches = phrases.longest_matches(phrases.spans(text, capitalised_only=True, only=name), {name: 0})
             if matches:
                 chunk: RecordID = hit["chunk"]
-                edges.append({"in": chunk, "out": concept_id(name), "doc": hit["doc"], "count": len(matches), "own": False})
+                edges.append({"in": chunk, "out": title, "doc": hit["doc"], "count": len(matches), "own": False})
     return edges
 
 
