@@ -249,6 +249,25 @@ def test_a_scoped_writers_chunks_are_bridged_only_to_titles_it_can_read(minilm, 
         assert ("heron ledger" in named) is linked
 
 
+@pytest.mark.parametrize(("scope", "linked"), [(None, True), (Scope(access=["staff"]), True), (Scope(access=["public"]), False)])
+def test_a_scoped_writers_new_title_is_bridged_only_from_chunks_it_can_read(minilm, spacy_extractor, scope, linked):
+    """The reverse bridge: a new document's title is searched in the stored chunks, and a chunk that
+    names it gets an edge to it, unless the writer could not read that chunk's document (the edge
+    would change a document outside its scope)."""
+    memo = "Minutes of the review. The Heron Ledger figures were checked against the bank statements by the auditors."
+    with SurrealStore("mem://") as s:
+        Ingestor(s, embedder=minilm, extractor=spacy_extractor).ingest([SourceDocument(
+            key="memo", title="Review memo", text=memo, source="memo.txt", access=["staff"],
+        )])
+        writer = Ingestor(s, embedder=minilm, extractor=spacy_extractor, scope=scope)
+        access = scope.access if scope else ["public"]
+        ledger = SourceDocument(key="ledger", title="Heron Ledger", text="The ledger lists every payment of the project.", source="ledger.txt", access=access)
+        assert writer.ingest([ledger]).added == 1
+        named = {str(edge["out"].id) for edge in s.query("mention_edges")[-1] if edge["doc"].id == "memo"}
+        assert "heron ledger figure" in named  # the memo's own concepts, written before
+        assert ("heron ledger" in named) is linked
+
+
 def _in_slices(store: SurrealStore, key: str) -> tuple[dict | None, list, list]:
     """A document's row, every chunk stored for it (of any version) and the pending_write markers."""
     chunks = store.query_text("test: chunks", "SELECT VALUE id FROM chunk WHERE doc = $d ORDER BY id", {"d": RecordID("document", key)})
