@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -96,9 +96,9 @@ def _surql_dirs() -> list[Path]:
 def load(name: str, major_version: int = 3) -> str:
     """Return the text of ``surql/<name>.surql``, or of ``<name>.v<major>.surql`` when the server's
     major version needs its own dialect, with its ``{{> fragment}}`` lines expanded and its
-    ``CONSTANTS`` filled. Lines that are only a comment are left out: the engine parses the text on
-    every request, and the graph mode's subgraph query is 60% comments (0.3-0.5 ms a search)."""
-    text = _COMMENT_LINE.sub("", _expand(_read(name, major_version, ""), major_version, ()))
+    ``CONSTANTS`` filled. Its comments are kept: they hold declarations the store reads (``--
+    idempotent:``, see ``surreal_kgrag.db.retry``); :func:`render` leaves them out of what is sent."""
+    text = _expand(_read(name, major_version, ""), major_version, ())
     return _PLACEHOLDER.sub(lambda m: str(CONSTANTS.get(m.group(1), m.group(0))), text)
 
 
@@ -135,10 +135,19 @@ def writes(text: str) -> bool:
     return bool(_WRITE.search(_COMMENT.sub("", text)))
 
 
+@lru_cache(maxsize=1024)
+def _code(text: str) -> str:
+    """``text`` without its lines that are only a comment (a template is one cached string: its hash
+    is computed once)."""
+    return _COMMENT_LINE.sub("", text)
+
+
 def render(text: str, **values: Fragment) -> str:
     """Fill ``{{name}}`` placeholders with integers, a filter condition compiled by
     ``surreal_kgrag.retrieval.filters`` (validated field paths and ``$param`` references only), or an
-    ``Identifier``."""
+    ``Identifier``. Lines that are only a comment are left out: the engine parses the text on every
+    request, and the graph mode's subgraph query is 60% comments (0.3-0.5 ms a search)."""
+    text = _code(text)
     for key, value in values.items():
         if isinstance(value, (CompiledFilter, Identifier)):
             continue

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from surreal_kgrag import surql
+from surreal_kgrag.db.retry import retryable
+from surreal_kgrag.errors import QueryExecutionError
 
 FOLDER = Path(__file__).resolve().parents[1] / "surql"
 FILES = sorted(FOLDER.rglob("*.surql"))
@@ -72,10 +74,21 @@ def test_shared_figures_are_filled_from_the_python_constant(monkeypatch):
 @pytest.mark.parametrize("name", ["graph_subgraph", "write_documents", "search_fulltext"])
 def test_lines_that_are_only_a_comment_are_not_sent(name):
     # The engine parses a query's text on every request: a whole-line comment is left out when the
-    # file loads, every line of code is kept as written (a comment after code stays with its line).
-    sent = surql.load(name).splitlines()
+    # text is rendered, every line of code is kept as written (a comment after code stays with its line).
+    template = surql.load(name)
+    values = {key: surql.Identifier("x") for key in surql.placeholders(template)}
+    sent = surql.render(template, **values).splitlines()
     assert sent and not any(line.lstrip().startswith("--") for line in sent)
-    source = (FOLDER / f"{name}.surql").read_text(encoding="utf-8").splitlines()
-    code = [line for line in source if line.strip() and not line.lstrip().startswith(("--", "{{>"))]
+    code = [surql.render(line, **values) for line in template.splitlines() if line.strip() and not line.lstrip().startswith("--")]
     kept = iter(sent)
     assert all(any(line == other for other in kept) for line in code)  # all kept, in their order
+
+
+@pytest.mark.parametrize("name", ["index_remove", "index_vector", "schema", "store_meta_write"])
+def test_the_retry_rule_still_reads_a_files_idempotent_declaration(name):
+    # A file that declares itself idempotent (a `-- idempotent:` comment) runs again after losing a
+    # race: the declaration is read from the loaded file, so loading keeps comments.
+    lost = QueryExecutionError(f"SurrealDB rejected {name}.surql: Transaction write conflict. This transaction can be retried")
+    assert "-- idempotent:" in surql.load(name)
+    assert retryable(lost, surql.load(name), attempt=0)
+    assert not retryable(lost, surql.load("graph_names"), attempt=0)  # a read that declares nothing
