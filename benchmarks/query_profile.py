@@ -66,9 +66,7 @@ class Recorder:
         def timed(db: Any, text: str, params: Any) -> dict[str, Any]:
             start = time.perf_counter()
             response = self._query(db, text, params)
-            wall = (time.perf_counter() - start) * 1000
-            statements = [engine_ms(str(s.get("time", "0ns"))) for s in response.get("result") or []]
-            self.calls.append((self._name, wall, statements))
+            self.record(self._name, text, params, response, (time.perf_counter() - start) * 1000)
             return response
 
         EmbeddedConnection.run = named  # type: ignore[method-assign]
@@ -78,6 +76,11 @@ class Recorder:
     def __exit__(self, *exc: object) -> None:
         sdk.query = self._query
         EmbeddedConnection.run = self._run  # type: ignore[method-assign]
+
+    def record(self, name: str, text: str, params: Any, response: dict[str, Any], wall_ms: float) -> None:
+        """Keep one request: its query file, wall time and each statement's engine time."""
+        statements = [engine_ms(str(s.get("time", "0ns"))) for s in response.get("result") or []]
+        self.calls.append((name, wall_ms, statements))
 
 
 def profile(store: SurrealStore, mode: str, questions: list[str], min_ms: float, embedder: Any = None) -> dict[str, Any]:
