@@ -74,7 +74,7 @@ class Recording(Recorder):
 
 
 def record(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    """Write the rows on surrealkv:// in this process, then run the KNNs, recording every request."""
+    """Write the rows on surrealkv:// in this process, recording every request."""
     real = load_real(DEFAULT_CORPORA, args.cache, questions=100, log=print)
     gen = Generator(real)
     path = work / "python-surrealkv"
