@@ -18,9 +18,10 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .extract import normalise_concept
-from .extract.normalise import last_word_forms
+from .extract.normalise import can_end_with
 
 #: Longest name (in words) looked up.
 MAX_WORDS = 8
@@ -31,6 +32,7 @@ _WORD = re.compile(r"\S+")
 # A word ending a sentence or clause ends a name ("Toto. The band" is not one name); a short
 # abbreviation ("St.", "Jr.", "U.S.") does not.
 _CLAUSE_END = re.compile(r"[;:!?]['\")\]]*$|(?<=\w{4})\.['\")\]]*$")
+_CLAUSE_LAST = frozenset(";:!?.'\")]")
 _OPENING = "\"'([{\u201c\u2018"
 # Words that are capitalised in titles without making a phrase a name ("Who Directed The Piano").
 _MINOR = frozenset("a an and at by for from in into of on or the to with".split())
@@ -57,8 +59,15 @@ def _clean(text: str) -> str:
 
 def _capital(word: str) -> bool:
     """The word starts with an upper-case letter or a digit (after any opening quote or bracket)."""
-    stripped = word.lstrip(_OPENING)
-    return bool(stripped) and (stripped[0].isupper() or stripped[0].isdigit())
+    first = word[:1]
+    if first in _OPENING:
+        first = word.lstrip(_OPENING)[:1]
+    return first.isupper() or first.isdigit()
+
+
+def _ends_clause(word: str) -> bool:
+    # Only a word ending in one of these can match (the regular expression is the slow part).
+    return word[-1:] in _CLAUSE_LAST and bool(_CLAUSE_END.search(word))
 
 
 def spans(
@@ -77,15 +86,17 @@ def spans(
         raise ValueError("spans(): `only` and `plurals` do not go together")
     words = _WORD.findall(_clean(text))
     capitals = [_capital(word) for word in words]
-    ends_clause = [bool(_CLAUSE_END.search(word)) for word in words]
+    if only is not None:
+        last = only.rsplit(" ", 1)[-1]
+        can_end = [(capitals[k] or not capitalised_only) and can_end_with(word, last) for k, word in enumerate(words)]
+        if not any(can_end):
+            return []
+    ends_clause = [_ends_clause(word) for word in words]
     # Capitalised as a name is: some word other than the text's first or a minor word. named[k]:
     # how many of words[:k] are.
     named = [0]
     for k, word in enumerate(words):
         named.append(named[-1] + (capitals[k] and k > 0 and word.lower() not in _MINOR))
-    if only is not None:
-        last = only.rsplit(" ", 1)[-1]
-        can_end = [(capitals[k] or not capitalised_only) and bool(last_word_forms(word) & {last, ""}) for k, word in enumerate(words)]
     out: list[Span] = []
     for i in range(len(words)):
         if capitalised_only and not capitals[i]:
@@ -96,7 +107,7 @@ def spans(
             if (capitalised_only and not capitals[j]) or (only is not None and not can_end[j]):
                 continue
             phrase = " ".join(words[i : j + 1])
-            name = normalise_concept(phrase, keep_numeric=False)
+            name = _name(phrase)
             if name is None or (only is not None and name != only):
                 continue
             capital = named[j + 1] > named[i]
@@ -132,3 +143,8 @@ def longest_matches(candidates: Iterable[Span], tier: Mapping[str, int] | Callab
         used.update(positions)
         kept.append(span)
     return sorted(kept, key=lambda s: s.start)
+
+
+@lru_cache(maxsize=1 << 16)
+def _name(phrase: str) -> str | None:
+    return normalise_concept(phrase, keep_numeric=False)

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from surreal_kgrag import phrases
-from surreal_kgrag.extract import normalise_concept
-from surreal_kgrag.extract.normalise import last_word_forms
+from surreal_kgrag.extract import normalise, normalise_concept
+from surreal_kgrag.extract.normalise import can_end_with, last_word_forms
 
 # Pieces that exercise every step of normalise_concept: opening and closing punctuation, typographic
 # and TeX quotes, possessives, leading determiners, numbers, abbreviations, case folding (ß, İ, Σ).
@@ -56,3 +56,23 @@ def test_the_reverse_bridge_check_on_a_real_passage() -> None:
 def test_only_and_plurals_are_refused_together() -> None:
     with pytest.raises(ValueError, match="only"):
         phrases.spans("The Rivers", plurals=True, only="river")
+
+
+# Words of any script, with punctuation, symbols, digits and combining marks at either end.
+odd_words = st.text(
+    alphabet=st.sampled_from("aZé1٣ßİΣ'’`\".,;:!?()[]—$%©\u0301_-"), min_size=1, max_size=6
+).filter(lambda w: not any(c.isspace() for c in w))
+
+
+@settings(max_examples=600, deadline=None)
+@given(words=st.lists(st.one_of(st.sampled_from(PIECES), odd_words), min_size=1, max_size=4))
+def test_the_shortcut_for_clean_ends_agrees_with_taking_them_off(words: list[str]) -> None:
+    folded = [normalise._fold(word) for word in words]
+    assert normalise._clean_ends(list(folded)) == normalise._take_off_ends(list(folded))
+
+
+@settings(max_examples=600, deadline=None)
+@given(word=st.one_of(st.sampled_from(PIECES), odd_words), other=st.one_of(st.sampled_from(PIECES), odd_words))
+def test_can_end_with_agrees_with_the_words_forms(word: str, other: str) -> None:
+    for last in {*last_word_forms(other), *last_word_forms(word)} - {""}:
+        assert can_end_with(word, last) == (last in last_word_forms(word) or "" in last_word_forms(word)), (word, last)

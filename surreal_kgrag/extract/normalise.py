@@ -66,7 +66,8 @@ def normalise_concept(
     name = " ".join(words)
     if len(name) > MAX_NAME_CHARS:
         return None
-    if not keep_numeric and not any(ch.isalpha() for ch in _NUMBER.sub("", name)):
+    # A name starting with a letter has one no number swallows.
+    if not keep_numeric and not name[0].isalpha() and not any(ch.isalpha() for ch in _NUMBER.sub("", name)):
         return None
     if all(word in _FUNCTION_WORDS or word in stop_words for word in words):
         return None
@@ -79,6 +80,17 @@ def last_word_forms(word: str) -> frozenset[str]:
     ``""`` among them: the word can vanish, and the name end with an earlier one."""
     # Words repeat from text to text; a long one (a token of a table or a code listing) is not cached.
     return _cached_forms(word) if len(word) <= 48 else _forms(word)
+
+
+def can_end_with(word: str, last: str) -> bool:
+    """Whether a name :func:`normalise_concept` makes of a phrase ending with ``word`` can end with the
+    word ``last``: ``word`` becomes ``last`` there, or vanishes (see :func:`last_word_forms`)."""
+    # Every form is a piece of the folded word, and only a word without letters or digits can
+    # vanish: most words are ruled out without computing their forms.
+    if last not in _fold(word) and any(char.isalnum() for char in word):
+        return False
+    forms = last_word_forms(word)
+    return last in forms or "" in forms
 
 
 def _forms(word: str) -> frozenset[str]:
@@ -101,6 +113,12 @@ def _fold(text: str) -> str:
 
 def _clean_ends(words: list[str]) -> list[str]:
     """Punctuation off both ends of the phrase and a possessive off its last word."""
+    if words and words[0][:1].isalnum() and words[-1][-1:].isalnum() and not words[-1].endswith("'s"):
+        return words  # the common case: nothing to take off
+    return _take_off_ends(words)
+
+
+def _take_off_ends(words: list[str]) -> list[str]:
     words = _strip_end_punctuation(words)
     if words and words[-1].endswith("'s") and len(words[-1]) > 2:
         words[-1] = words[-1][:-2]
@@ -127,6 +145,10 @@ def _strip_end_punctuation(words: list[str]) -> list[str]:
 
 
 def _strip_punct_chars(word: str, *, leading: bool) -> str:
+    # Most words end in a letter or digit: no category lookup for them (phrase matching at ingest
+    # normalises hundreds of n-grams a chunk).
+    if word and word[0 if leading else -1].isalnum():
+        return word
     if leading:
         start = 0
         while start < len(word) and _is_punct(word[start]):
