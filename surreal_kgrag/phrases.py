@@ -107,7 +107,7 @@ def spans(
             if (capitalised_only and not capitals[j]) or (only is not None and not can_end[j]):
                 continue
             phrase = " ".join(words[i : j + 1])
-            name = _name(phrase)
+            name = _name(phrase) if len(phrase) <= _CACHED_CHARS else normalise_concept(phrase, keep_numeric=False)
             if name is None or (only is not None and name != only):
                 continue
             capital = named[j + 1] > named[i]
@@ -143,6 +143,11 @@ def longest_matches(candidates: Iterable[Span], tier: Mapping[str, int] | Callab
         used.update(positions)
         kept.append(span)
     return sorted(kept, key=lambda s: s.start)
+
+
+# N-grams repeat across chunks (names, sentence openings); a long one (a run of table cells or code)
+# is not kept: the cache's memory stays bounded whatever a document holds.
+_CACHED_CHARS = 200
 
 
 @lru_cache(maxsize=1 << 16)
