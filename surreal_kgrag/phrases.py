@@ -107,7 +107,7 @@ def spans(
             if (capitalised_only and not capitals[j]) or (only is not None and not can_end[j]):
                 continue
             phrase = " ".join(words[i : j + 1])
-            name = _name(phrase) if len(phrase) <= _CACHED_CHARS else normalise_concept(phrase, keep_numeric=False)
+            name = _name(phrase)
             if name is None or (only is not None and name != only):
                 continue
             capital = named[j + 1] > named[i]
@@ -145,11 +145,18 @@ def longest_matches(candidates: Iterable[Span], tier: Mapping[str, int] | Callab
     return sorted(kept, key=lambda s: s.start)
 
 
-# N-grams repeat across chunks (names, sentence openings); a long one (a run of table cells or code)
-# is not kept: the cache's memory stays bounded whatever a document holds.
+#: Longest n-gram whose name is cached.
 _CACHED_CHARS = 200
 
 
-@lru_cache(maxsize=1 << 16)
 def _name(phrase: str) -> str | None:
+    # N-grams repeat across chunks (names, sentence openings); a long one (a run of table cells or
+    # code) is not kept, as in last_word_forms: the cache's memory stays bounded whatever a document holds.
+    return _cached_name(phrase) if len(phrase) <= _CACHED_CHARS else _uncached_name(phrase)
+
+
+def _uncached_name(phrase: str) -> str | None:
     return normalise_concept(phrase, keep_numeric=False)
+
+
+_cached_name = lru_cache(maxsize=1 << 16)(_uncached_name)

@@ -80,8 +80,8 @@ def test_can_end_with_agrees_with_the_words_forms(word: str, other: str) -> None
 
 def test_long_n_grams_are_not_kept_in_the_name_cache() -> None:
     long_word = "Alpha" + "x" * 240  # longer than the cache keeps, short enough to be a name
-    phrases._name.cache_clear()
+    phrases._cached_name.cache_clear()
     assert [span.text for span in phrases.spans(long_word, capitalised_only=True)] == [long_word]
-    assert phrases._name.cache_info().currsize == 0
+    assert phrases._cached_name.cache_info().currsize == 0
     assert [span.name for span in phrases.spans("Alpha", capitalised_only=True)] == ["alpha"]
-    assert phrases._name.cache_info().currsize == 1
+    assert phrases._cached_name.cache_info().currsize == 1
