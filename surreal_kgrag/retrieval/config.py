@@ -75,9 +75,9 @@ class HybridConfig(RetrieverConfig):
         description="BM25 leaves out query words found in more than this share of the store's chunks (1.0 keeps all)",
     )
     text_max_matches: int = Field(
-        600, ge=1, le=10_000,
+        300, ge=1, le=10_000,
         description="BM25 takes words rarest first until their chunk counts add up to this: bounds its cost (each "
-        "match costs about 40 microseconds)",
+        "match costs about 40 microseconds to score)",
     )
     concept_max_chunks: int = Field(
         1000, ge=1, le=10_000,
