@@ -35,7 +35,8 @@ from surreal_kgrag.db.sdk import RecordID
 from surreal_kgrag.schema import ensure_schema
 from surreal_kgrag.surql import Identifier
 
-WORDS = [f"w{i}x" for i in range(5000)]
+_LETTERS = random.Random(7)
+WORDS = ["".join(_LETTERS.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(7)) for _ in range(5000)]  # one token each
 BATCH = 500
 
 

@@ -166,6 +166,7 @@ class IngestSummary(BaseModel):
     failed: int = 0
     deleted: int = 0
     chunks: int = 0
+    replaced_chunks: int = Field(default=0, description="stored chunks of the updated documents, which their new versions replaced")
     concepts: int = Field(default=0, description="concepts created by this run")
     concept_vectors: int = Field(default=0, description="concepts given a vector by this run (IngestConfig.concept_vector_min_chunks)")
     edges: int = 0

@@ -65,10 +65,10 @@ def test_writes_are_counted_and_a_due_index_is_rebuilt_as_a_new_generation(tmp_p
             "chunk": "chunk_embedding", "concept": "concept_embedding", "text": "chunk_text_search"}
         _write(store, vectors[:40])
         report = store.after_bulk_write(chunks=40, settings=IndexSettings(rebuild_min_pending=50))
-        assert report.rebuilt == [] and report.indexes["chunk"].pending == 40 and report.indexes["text"].pending == 40
+        assert report.rebuilt == [] and report.indexes["chunk"].pending == 40 and report.indexes["text"].pending == 0
         _write(store, vectors[40:], start=40)
-        report = store.after_bulk_write(chunks=20, settings=IndexSettings(rebuild_min_pending=50))
-        assert sorted(report.rebuilt) == ["chunk", "text"]  # 60 pending each; concept had nothing
+        report = store.after_bulk_write(chunks=20, replaced=55, settings=IndexSettings(rebuild_min_pending=50))
+        assert sorted(report.rebuilt) == ["chunk", "text"]  # 60 vectors, 55 chunks removed; concept had nothing
         chunk = report.indexes["chunk"]
         assert (chunk.name, chunk.generation, chunk.indexed, chunk.pending) == ("chunk_embedding_1", 1, 60, 0)
         assert report.indexes["concept"].name == "concept_embedding"
@@ -94,8 +94,8 @@ def test_optimize_rebuilds_what_is_pending_and_removes_leftover_generations(tmp_
         ensure_schema(store, dimension=DIM, embedder="e")
         assert store.optimize().rebuilt == []  # nothing pending
         _write(store, _vectors(30, 2))
-        store.after_bulk_write(chunks=30)  # below the default rule: stays pending
-        assert store.index_states()["chunk"].pending == 30
+        store.after_bulk_write(chunks=30, replaced=4)  # below the default rule: stays pending
+        assert store.index_states()["chunk"].pending == 30 and store.index_states()["text"].pending == 4
         # A generation left behind by an interrupted rebuild (defined, never switched to).
         store.query("index_vector", None, index=surql.Identifier("chunk_embedding_7"), table=surql.Identifier("chunk"),
                     dimension=DIM, hnsw_efc=150, hnsw_m=12)
@@ -130,7 +130,7 @@ def test_a_build_that_does_not_finish_in_time_is_dropped_and_the_live_generation
         _write(store, vectors[:2], start=400)
         store.after_bulk_write(chunks=2)
         report = store.optimize()
-        assert sorted(report.rebuilt) == ["chunk", "text"] and report.failed == []
+        assert report.rebuilt == ["chunk"] and report.failed == []
         assert report.indexes["chunk"].indexed == 402 and _index_names(store)["chunk"] == ["chunk_doc", "chunk_embedding_1"]
         assert _nearest(store, vectors[7])[0] == "d7"
 

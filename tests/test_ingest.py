@@ -16,9 +16,11 @@ from surrealdb import RecordID
 from surreal_kgrag import IngestConfig, Ingestor, SourceDocument, SurrealStore, get_stats
 from surreal_kgrag.chunking import SentenceChunker
 from surreal_kgrag.cli import main as cli_main
+from surreal_kgrag.db import IndexSettings
 from surreal_kgrag.errors import ConfigurationError
 from surreal_kgrag.ingest import IngestInterrupted
 from surreal_kgrag.llm import ReadonlyLimits, run_readonly_query
+from surreal_kgrag.retrieval import make_retriever
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
 
@@ -313,7 +315,8 @@ def test_concept_vectors_cut_short_are_finished_by_the_next_run(store, minilm, s
         Ingestor(store, embedder=InterruptedVectors(minilm), extractor=spacy_extractor, config=config).ingest_texts(texts, ids=ids)
     assert interrupted.value.summary.added == 3  # every document was written completely
     # the run told the store what it wrote: optimize and the next run's rebuild rule count it
-    assert store.index_states()["chunk"].pending == store.index_states()["text"].pending == interrupted.value.summary.chunks > 0
+    assert store.index_states()["chunk"].pending == interrupted.value.summary.chunks > 0
+    assert store.index_states()["text"].pending == 0  # new documents: nothing removed from the BM25 index
     queued = _queued(store)
     assert queued >= 3 and all(v is None for v in _vectors(store).values())
     report = store.query("check_integrity")[-1]
@@ -620,3 +623,26 @@ def test_a_search_of_a_store_nothing_was_ingested_into_finds_nothing(store, mini
     Ingestor(store, embedder=minilm, extractor=spacy_extractor).ingest(EXAMPLES)
     for mode, retriever in retrievers.items():
         assert "polonium" in retriever.search("Who named polonium?", k=3).documents[0].id, mode
+
+
+def test_an_update_counts_the_chunks_it_removed_for_the_bm25_index_and_new_documents_do_not(store, minilm, spacy_extractor):
+    """The BM25 index has no queue: only removed rows leave keys a new generation clears
+    (benchmarks/fulltext_scorer.py), so an ingest counts the replaced chunks there and every
+    written vector in the HNSW index."""
+    config = IngestConfig(chunker=SHORT_CHUNKS, index=IndexSettings(auto_rebuild=False))
+    ingestor = Ingestor(store, embedder=minilm, extractor=spacy_extractor, config=config)
+    first = ingestor.ingest_texts(BABBAGE, ids=["babbage", "lovelace"])
+    states = store.index_states()
+    assert states["chunk"].pending == first.chunks >= 4 and states["text"].pending == 0 and first.replaced_chunks == 0
+    old = {key: _document(store, key)["chunk_count"] for key in ("babbage", "lovelace")}
+
+    update = ingestor.ingest_texts([BABBAGE[0] + " He died in 1871.", "Ada Lovelace lived in London."], ids=["babbage", "lovelace"])
+    assert update.updated == 2 and update.replaced_chunks == old["babbage"] + old["lovelace"]
+    states = store.index_states()
+    assert states["text"].pending == update.replaced_chunks
+    assert states["chunk"].pending == first.chunks + update.chunks
+    report = store.optimize()
+    assert sorted(report.rebuilt) == sorted(key for key, state in states.items() if state.pending > 0)
+    assert "text" in report.rebuilt and report.indexes["text"].generation == 1 and report.indexes["text"].pending == 0
+    hits = make_retriever("hybrid", store, embedder=minilm).search("When did Babbage die in 1871?", k=2).documents
+    assert hits and hits[0].id == "babbage"

@@ -42,7 +42,11 @@ class IndexState(BaseModel):
     name: str
     generation: int = 0
     indexed: int = Field(0, description="rows when the live generation was built (0 if unknown)")
-    pending: int = Field(0, description="rows written since; queries scan these one by one")
+    pending: int = Field(
+        0,
+        description="HNSW: vectors written since, which queries scan one by one; BM25: chunks removed since, each a key "
+        "every scored search reads",
+    )
 
 
 class IndexReport(BaseModel):

@@ -225,24 +225,28 @@ class SurrealStore:
         await self._aload_catalog(connection, "{{chunk_index}}")
         return connection.catalog.states()
 
-    def after_bulk_write(self, *, chunks: int = 0, concepts: int = 0, settings: IndexSettings | None = None) -> IndexReport:
-        """Tell the store how many chunk and concept vectors a write added or replaced. The store
-        counts them as pending in its search indexes and rebuilds those whose pending share
-        ``settings`` (default ``IndexSettings()``) says is too large, without disturbing queries.
-        Call it after each bulk write (an ingest does); deletions need not be reported."""
+    def after_bulk_write(
+        self, *, chunks: int = 0, concepts: int = 0, replaced: int = 0, settings: IndexSettings | None = None
+    ) -> IndexReport:
+        """Tell the store how many chunk and concept vectors a write added or replaced, and how many
+        stored chunks it removed (``replaced``: the old chunks of the documents it wrote again). The
+        store counts them as pending in its search indexes (the vectors in the HNSW ones, the
+        removed chunks in the BM25 one: maintenance.pending_counts) and rebuilds those whose pending
+        share ``settings`` (default ``IndexSettings()``) says is too large, without disturbing
+        queries. Call it after each bulk write (an ingest does); deletions need not be reported."""
         connection = self._conn()
         if not connection.maintains_indexes:
             return IndexReport(note=_SERVER_NOTE)
-        counts = {"chunk": chunks, "concept": concepts, "text": chunks}
+        counts = maintenance.pending_counts(chunks=chunks, concepts=concepts, replaced=replaced)
         return run_sync(maintenance.after_writes(connection, counts, settings or IndexSettings()))
 
     async def aafter_bulk_write(
-        self, *, chunks: int = 0, concepts: int = 0, settings: IndexSettings | None = None
+        self, *, chunks: int = 0, concepts: int = 0, replaced: int = 0, settings: IndexSettings | None = None
     ) -> IndexReport:
         connection = await self._aconn()
         if not connection.maintains_indexes:
             return IndexReport(note=_SERVER_NOTE)
-        counts = {"chunk": chunks, "concept": concepts, "text": chunks}
+        counts = maintenance.pending_counts(chunks=chunks, concepts=concepts, replaced=replaced)
         return await maintenance.after_writes(connection, counts, settings or IndexSettings())
 
     def optimize(self, *, force: bool = False) -> IndexReport:

@@ -183,7 +183,9 @@ class Run:
     def _stage_index(self) -> None:
         self.progress.set_postfix_str("index", refresh=True)
         with self._timed("index"):
-            self.maintain_indexes(chunks=self.summary.chunks, concepts=self.summary.concept_vectors)
+            self.maintain_indexes(
+                chunks=self.summary.chunks, concepts=self.summary.concept_vectors, replaced=self.summary.replaced_chunks
+            )
 
     def _count_pending(self) -> None:
         """A run that stopped early (interrupted, cancelled, failed) still tells the store what it
@@ -193,7 +195,7 @@ class Run:
         if not self.summary.chunks and not concepts:
             return
         try:
-            self.maintain_indexes(chunks=self.summary.chunks, concepts=concepts, rebuild=False)
+            self.maintain_indexes(chunks=self.summary.chunks, concepts=concepts, replaced=self.summary.replaced_chunks, rebuild=False)
         except Exception as error:  # the run's own error is the one to raise
             logger.warning("the search indexes' pending counts were not recorded (%s): run `surreal-kgrag optimize`", error)
 

@@ -193,6 +193,7 @@ class Writer:
             self.failed.pop(item.doc.key, None)  # a later version of it was written
             if item.exists:
                 self.summary.updated += 1
+                self.summary.replaced_chunks += item.replaced_chunks
             else:
                 self.summary.added += 1
             chunks += len(item.chunks)
