@@ -233,7 +233,8 @@ class SurrealStore:
         store counts them as pending in its search indexes (the vectors in the HNSW ones, the
         removed chunks in the BM25 one: maintenance.pending_counts) and rebuilds those whose pending
         share ``settings`` (default ``IndexSettings()``) says is too large, without disturbing
-        queries. Call it after each bulk write (an ingest does); deletions need not be reported."""
+        queries. Call it after each bulk write (an ingest does). Deletions are not counted: the BM25
+        keys they leave go with ``optimize(force=True)``."""
         connection = self._conn()
         if not connection.maintains_indexes:
             return IndexReport(note=_SERVER_NOTE)

@@ -107,10 +107,10 @@ class Ingestor:
     # -- hooks -----------------------------------------------------------------------------------
 
     def _maintain_indexes(self, *, chunks: int, concepts: int, replaced: int, rebuild: bool = True) -> None:
-        """The vectors a run wrote wait in the search indexes' pending queues; the store rebuilds an
-        index (as a new generation beside the live one, queries going on) only when its queue is
-        large next to it, so a run's cost grows with what it adds, not with the store. Without
-        ``rebuild`` the queues are only counted."""
+        """The vectors a run wrote wait in the search indexes' pending queues (and the chunks it
+        replaced count for the BM25 index); the store rebuilds an index (as a new generation beside
+        the live one, queries going on) only when its queue is large next to it, so a run's cost
+        grows with what it adds, not with the store. Without ``rebuild`` the queues are only counted."""
         settings = self.config.index if rebuild else self.config.index.model_copy(update={"auto_rebuild": False})
         report = self.store.after_bulk_write(chunks=chunks, concepts=concepts, replaced=replaced, settings=settings)
         if report.failed:
