@@ -41,7 +41,6 @@ BATCH = 500
 
 
 def _p50(conn: Any, text: str, params: dict[str, Any], samples: int = 40) -> float:
-    conn.run(("probe", text, params))
     times = []
     for _ in range(samples):
         start = time.perf_counter()
@@ -51,7 +50,8 @@ def _p50(conn: Any, text: str, params: dict[str, Any], samples: int = 40) -> flo
 
 
 def _searches(conn: Any, index: str, word: str) -> tuple[float, float]:
-    """(scored p50 ms, unscored p50 ms) of a search for ``word`` on ``index``, which must match one row."""
+    """(scored p50 ms, unscored p50 ms) of a search for ``word`` on ``index``, which must match one row
+    (that check is also each query's untimed first run)."""
     scored = f"SELECT id, search::score(1) AS score FROM chunk_text WITH INDEX {index} WHERE text @1,OR@ $w"
     unscored = f"SELECT id FROM chunk_text WITH INDEX {index} WHERE text @1,OR@ $w"
     for text in (scored, unscored):
@@ -59,11 +59,6 @@ def _searches(conn: Any, index: str, word: str) -> tuple[float, float]:
         if len(found) != 1:
             raise SystemExit(f"{word!r} matched {len(found)} rows of {index}, not 1: the timings would not be of a one-row search")
     return _p50(conn, scored, {"w": word}), _p50(conn, unscored, {"w": word})
-
-
-def _fulltext_index(conn: Any) -> str:
-    indexes = conn.run(("info", "INFO FOR TABLE chunk_text", {}))[-1]["indexes"]
-    return next(name for name, definition in indexes.items() if "FULLTEXT" in definition)
 
 
 def _rows(start: int, end: int, rng: random.Random) -> list[dict[str, Any]]:
@@ -88,7 +83,7 @@ def growing_index(sizes: list[int], replace: int) -> None:
     with tempfile.TemporaryDirectory(prefix="kg-fulltext-") as tmp, SurrealStore(f"surrealkv://{Path(tmp) / 'store'}") as store:
         ensure_schema(store, dimension=8, embedder="none")
         conn = store._conn()
-        index = _fulltext_index(conn)
+        index = store.index_states()["text"].name
         print(f"one search matching 1 row, {index}:")
         written = 0
         for size in sizes:
@@ -112,7 +107,7 @@ def growing_index(sizes: list[int], replace: int) -> None:
 def stored_index(url: str) -> None:
     with SurrealStore(url) as store:
         conn = store._conn()
-        index = _fulltext_index(conn)
+        index = store.index_states()["text"].name
         rows = conn.run(("count", "RETURN count(SELECT id FROM chunk_text)", {}))[-1]
         terms = conn.run(("terms", "SELECT VALUE record::id(id) FROM term WHERE df = 1 LIMIT 3", {}))[-1]
         print(f"\n{url}: {rows:,} full-text rows, {index}; searches for terms found in one chunk:")
