@@ -135,6 +135,49 @@ def test_a_build_that_does_not_finish_in_time_is_dropped_and_the_live_generation
         assert _nearest(store, vectors[7])[0] == "d7"
 
 
+def _probe(store: SurrealStore, name: str, vector: np.ndarray, timeout_ms: int = 50) -> list:
+    """The nearest chunk through the HNSW generation ``name``, in at most ``timeout_ms`` of engine time."""
+    return store.query("index_vector_probe", {"probe": vector.tolist()}, index=surql.Identifier(name),
+                       table=surql.Identifier("chunk"), timeout_ms=timeout_ms)[-1]
+
+
+def test_queries_switch_to_a_new_vector_generation_once_its_vectors_are_in_its_graph(tmp_path):
+    """A concurrently built HNSW generation reports ready while the engine still folds its queued
+    vectors into its graph, and a KNN on it waits meanwhile (seconds at 30k chunks): a KNN that may
+    take 50 ms of engine time fails then. The rebuild switches only after the fold, so the first
+    query on the new generation answers at once, and from the graph."""
+    vectors = _vectors(1500, 8)
+    with SurrealStore(f"surrealkv://{tmp_path / 'kg'}") as store:
+        ensure_schema(store, dimension=DIM, embedder="e")
+        _write(store, vectors)
+        report = store.after_bulk_write(chunks=len(vectors))
+        assert report.rebuilt == ["chunk"] and report.failed == [] and report.note is None
+        live = report.indexes["chunk"].name
+        assert live == "chunk_embedding_1"
+        assert [str(row.id) for row in _probe(store, live, vectors[9])] == ["d9::h::00000"]
+        assert [a[0] for a in (_nearest(store, v) for v in vectors[:20])] == [f"d{i}" for i in range(20)]
+
+
+def test_a_vector_generation_still_folding_when_its_time_is_up_is_dropped(tmp_path, monkeypatch):
+    """A new HNSW generation whose vectors are not in its graph within the allowed time is removed
+    like a build that did not finish, and the live generation keeps answering."""
+    from surreal_kgrag.db import maintenance
+
+    vectors = np.random.default_rng(9).standard_normal((1500, 256)).astype(np.float32)  # a fold of seconds
+    with SurrealStore(f"surrealkv://{tmp_path / 'kg'}") as store:
+        ensure_schema(store, dimension=256, embedder="e")
+        _write(store, vectors)
+        monkeypatch.setattr(maintenance, "_settle_limit", lambda rows: 0.0)
+        report = store.after_bulk_write(chunks=len(vectors))
+        assert report.rebuilt == [] and report.failed == ["chunk"]
+        assert report.note == "chunk_embedding_1 was built but its vectors were not in its graph after 0 s"
+        assert store.index_states()["chunk"].name == "chunk_embedding" and store.index_states()["chunk"].pending == len(vectors)
+        assert _index_names(store)["chunk"] == ["chunk_doc", "chunk_embedding"]
+        assert _nearest(store, vectors[11])[0] == "d11"
+        monkeypatch.undo()
+        assert store.optimize().rebuilt == ["chunk"]
+
+
 def test_a_rebuild_called_first_on_a_reopened_store_reads_the_recorded_generations(tmp_path):
     from surreal_kgrag.db.loops import run_sync
     from surreal_kgrag.indexes import rebuild
