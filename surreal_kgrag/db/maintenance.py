@@ -18,7 +18,7 @@ live one:
    ingest never waits on it for ever;
 3. an HNSW generation is not done when it reports ready: its vectors wait in its pending queue,
    and the engine folds them into the graph afterwards, in this process only (about 4 ms a vector
-   on one core: 125 s for 30k chunks). A KNN on it meanwhile waits seconds, and if the process ends
+   on one core: 110 s for 30k chunks). A KNN on it meanwhile waits seconds, and if the process ends
    first the rest stay queued for good, every KNN scanning them one by one (100-170 ms at 30k-50k
    chunks). So queries stay on the live generation until a probe KNN on the new one answers within
    ``SETTLE_PROBE_MS`` (``_unsettled``); one that does not within ``_settle_limit`` is dropped;
@@ -186,22 +186,33 @@ async def _unsettled(connection: Connection, index: Identifier, table: Identifie
     pause, answered = _POLL, 0
     while answered < _SETTLE_CONFIRM:
         try:
-            await asyncio.wait_for(
-                _run(connection, "index_vector_probe", {"probe": probe}, index=index, table=table, timeout_ms=SETTLE_PROBE_MS),
-                BUILD_STALL,
-            )
+            folded = await _probe_answers(connection, index, table, probe)
+        except QueryExecutionError as error:
+            return f"{index.value} was built but a KNN on it failed: {error}"
+        if folded:
             answered += 1
             await asyncio.sleep(_SETTLE_SPACING)
             continue
-        except QueryExecutionError as error:
-            if "exceeded the timeout" not in str(error):
-                return f"{index.value} was built but a KNN on it failed: {error}"
         answered = 0
         if time.monotonic() + pause > deadline:
             return f"{index.value} was built but its vectors were not in its graph after {limit:.0f} s"
         await asyncio.sleep(pause)
         pause = min(2 * pause, _SETTLE_POLL)
     return None
+
+
+async def _probe_answers(connection: Connection, index: Identifier, table: Identifier, probe: list[float]) -> bool:
+    """Whether a KNN on ``index`` answered within ``SETTLE_PROBE_MS`` of engine time."""
+    try:
+        await asyncio.wait_for(
+            _run(connection, "index_vector_probe", {"probe": probe}, index=index, table=table, timeout_ms=SETTLE_PROBE_MS),
+            BUILD_STALL,
+        )
+    except QueryExecutionError as error:
+        if "exceeded the timeout" in str(error):
+            return False
+        raise
+    return True
 
 
 def _settle_limit(rows: int) -> float:
