@@ -20,8 +20,9 @@ live one:
    and the engine folds them into the graph afterwards, in this process only (about 4 ms a vector
    on one core: 110 s for 30k chunks). A KNN on it meanwhile waits seconds, and if the process ends
    first the rest stay queued for good, every KNN scanning them one by one (100-170 ms at 30k-50k
-   chunks). So queries stay on the live generation until a probe KNN on the new one answers within
-   ``SETTLE_PROBE_MS`` (``_unsettled``); one that does not within ``_settle_limit`` is dropped;
+   chunks). So queries stay on the live generation until probe KNN queries on the new one answer
+   within ``SETTLE_PROBE_MS`` plus 1 ms a thousand vectors (``_unsettled``); one that does not
+   within ``_settle_limit`` is dropped;
 4. queries switch to the new name, and once no query still runs on the old one it is removed.
 
 A rebuild costs time in proportion to the whole index, so it runs when the pending queue is large
@@ -52,7 +53,9 @@ BUILD_TIMEOUT = 6 * 3600.0  # a new generation not built after this long is drop
 BUILD_STALL = 600.0  # ... and so is one whose build shows no progress for this long
 _BUILD_POLL = 0.5  # longest pause between checks of a build's progress
 _BUILDING = {"started", "cleaning", "indexing"}  # what INFO FOR INDEX reports before "ready"
-SETTLE_PROBE_MS = 50  # a KNN on a folded HNSW generation takes about 10 ms at 30k chunks
+SETTLE_PROBE_MS = 50  # a probe's engine time limit, plus 1 ms a thousand vectors:
+# a folded generation answers it in 9-11 ms at 50k chunks and 43-57 ms at 143k concepts, a fold's
+# batch holds it for 0.6 s (1,500 vectors) to 5 s (30k)
 _SETTLE_POLL = 5.0  # longest pause between probes: each may hold the engine (and the GIL) that long
 _SETTLE_CONFIRM = 5  # probes in a row that must answer ...
 _SETTLE_SPACING = 0.1  # ... this far apart (seconds), longer than the fold's gaps between batches
@@ -181,12 +184,13 @@ async def _unsettled(connection: Connection, index: Identifier, table: Identifie
     probe fails otherwise. The engine folds in batches, and a probe that arrives between two gets
     through: only ``_SETTLE_CONFIRM`` probes in a row, ``_SETTLE_SPACING`` apart, say it is done."""
     probe = [1.0] + [0.0] * (dimension - 1)
+    timeout_ms = SETTLE_PROBE_MS + rows // 1000
     limit = _settle_limit(rows)
     deadline = time.monotonic() + limit
     pause, answered = _POLL, 0
     while answered < _SETTLE_CONFIRM:
         try:
-            folded = await _probe_answers(connection, index, table, probe)
+            folded = await _probe_answers(connection, index, table, probe, timeout_ms)
         except QueryExecutionError as error:
             return f"{index.value} was built but a KNN on it failed: {error}"
         if folded:
@@ -201,11 +205,11 @@ async def _unsettled(connection: Connection, index: Identifier, table: Identifie
     return None
 
 
-async def _probe_answers(connection: Connection, index: Identifier, table: Identifier, probe: list[float]) -> bool:
-    """Whether a KNN on ``index`` answered within ``SETTLE_PROBE_MS`` of engine time."""
+async def _probe_answers(connection: Connection, index: Identifier, table: Identifier, probe: list[float], timeout_ms: int) -> bool:
+    """Whether a KNN on ``index`` answered within ``timeout_ms`` of engine time."""
     try:
         await asyncio.wait_for(
-            _run(connection, "index_vector_probe", {"probe": probe}, index=index, table=table, timeout_ms=SETTLE_PROBE_MS),
+            _run(connection, "index_vector_probe", {"probe": probe}, index=index, table=table, timeout_ms=timeout_ms),
             BUILD_STALL,
         )
     except QueryExecutionError as error:
