@@ -130,11 +130,10 @@ async def _rebuild_one(connection: Connection, key: str, dimension: int, report:
     await _bounded(connection, "index_remove", **place)  # left by an interrupted rebuild
     await _bounded(connection, f"{index.ddl}_build", **ddl)
     indexed = await _built(connection, ddl["index"], ddl["table"])
-    unsettled = None
     if indexed is not None and index.ddl == "index_vector":
-        unsettled = await _unsettled(connection, ddl["index"], ddl["table"], dimension, indexed)
-    if unsettled:
-        report.note, indexed = unsettled, None
+        note = await _unsettled(connection, ddl["index"], ddl["table"], dimension, indexed)
+        if note:
+            report.note, indexed = note, None
     if indexed is None:
         await _bounded(connection, "index_remove", **place)
         report.failed.append(key)
@@ -148,10 +147,10 @@ async def _rebuild_one(connection: Connection, key: str, dimension: int, report:
         report.deferred.append(old.name)
 
 
-async def _bounded(connection: Connection, name: str, **placeholders: Any) -> list[Any]:
+async def _bounded(connection: Connection, name: str, params: Mapping[str, Any] | None = None, **placeholders: Any) -> list[Any]:
     """A maintenance call that may not take longer than ``BUILD_STALL``: on a store past 20k chunks,
     the engine stopped answering one in the process that had just written 10k chunks."""
-    return await asyncio.wait_for(_run(connection, name, **placeholders), BUILD_STALL)
+    return await asyncio.wait_for(_run(connection, name, params, **placeholders), BUILD_STALL)
 
 
 async def _built(connection: Connection, index: Identifier, table: Identifier) -> int | None:
@@ -208,10 +207,7 @@ async def _unsettled(connection: Connection, index: Identifier, table: Identifie
 async def _probe_answers(connection: Connection, index: Identifier, table: Identifier, probe: list[float], timeout_ms: int) -> bool:
     """Whether a KNN on ``index`` answered within ``timeout_ms`` of engine time."""
     try:
-        await asyncio.wait_for(
-            _run(connection, "index_vector_probe", {"probe": probe}, index=index, table=table, timeout_ms=timeout_ms),
-            BUILD_STALL,
-        )
+        await _bounded(connection, "index_vector_probe", {"probe": probe}, index=index, table=table, timeout_ms=timeout_ms)
     except QueryExecutionError as error:
         if "exceeded the timeout" in str(error):
             return False
